@@ -1,0 +1,204 @@
+/**
+ * Message types of the lockd wire protocol. `docs/protocol.md` is the normative grammar;
+ * these types are its TypeScript face. Durations are integer milliseconds here and decimal
+ * seconds (millisecond resolution) on the wire; tokens are u64 `bigint`s.
+ */
+
+/** Client-to-server request verbs (one ASCII letter each). */
+export type RequestOp = "A" | "Y" | "R" | "X" | "P" | "H" | "I";
+
+/** Acquire: wait for the key. `waitMs` 0 waits forever. `id` makes a retry find its own grant. */
+export interface AcquireRequest {
+  readonly op: "A";
+  readonly key: string;
+  readonly leaseMs: number;
+  readonly waitMs: number;
+  readonly id?: string;
+}
+
+/** Try-acquire: grant now or answer `N` at once; never queues. */
+export interface TryAcquireRequest {
+  readonly op: "Y";
+  readonly key: string;
+  readonly leaseMs: number;
+  readonly id?: string;
+}
+
+/** Release the key if `token` still holds it. */
+export interface ReleaseRequest {
+  readonly op: "R";
+  readonly key: string;
+  readonly token: bigint;
+}
+
+/** Extend the lease of `token` to `leaseMs` from now. */
+export interface ExtendRequest {
+  readonly op: "X";
+  readonly key: string;
+  readonly token: bigint;
+  readonly leaseMs: number;
+}
+
+/** Ping; the optional nonce is echoed. */
+export interface PingRequest {
+  readonly op: "P";
+  readonly nonce?: string;
+}
+
+/** Authenticate the connection with the shared secret. */
+export interface HelloRequest {
+  readonly op: "H";
+  readonly secret: string;
+}
+
+/** Ask for the server's status. */
+export interface InfoRequest {
+  readonly op: "I";
+}
+
+export type Request =
+  | AcquireRequest
+  | TryAcquireRequest
+  | ReleaseRequest
+  | ExtendRequest
+  | PingRequest
+  | HelloRequest
+  | InfoRequest;
+
+/** Server-to-client reply kinds. */
+export type ReplyKind = "A" | "T" | "Y" | "N" | "R" | "X" | "P" | "H" | "I" | "M" | "E";
+
+/** `A`: the acquire was granted with this fencing token. */
+export interface GrantedReply {
+  readonly kind: "A";
+  readonly key: string;
+  readonly token: bigint;
+  readonly id?: string;
+}
+
+/** `T`: the acquire's wait ran out; nothing was granted. */
+export interface TimedOutReply {
+  readonly kind: "T";
+  readonly key: string;
+  readonly id?: string;
+}
+
+/** `Y`: the try-acquire was granted. */
+export interface TryGrantedReply {
+  readonly kind: "Y";
+  readonly key: string;
+  readonly token: bigint;
+  readonly id?: string;
+}
+
+/** `N`: the try-acquire found the key held (or queued for); nothing was granted. */
+export interface TryBusyReply {
+  readonly kind: "N";
+  readonly key: string;
+  readonly id?: string;
+}
+
+/** `R`: `released` is true if the token still held the key and released it. */
+export interface ReleasedReply {
+  readonly kind: "R";
+  readonly key: string;
+  readonly released: boolean;
+}
+
+/** `X`: `extended` is true if the token still held the key and its lease was extended. */
+export interface ExtendedReply {
+  readonly kind: "X";
+  readonly key: string;
+  readonly extended: boolean;
+}
+
+export interface PongReply {
+  readonly kind: "P";
+  readonly nonce?: string;
+}
+
+/** `H`: authentication accepted. A refused secret gets an `E` reply with `AUTH_FAILED`. */
+export interface HelloReply {
+  readonly kind: "H";
+}
+
+/** `I`: server status as ordered `name=value` fields. */
+export interface InfoReply {
+  readonly kind: "I";
+  readonly fields: ReadonlyMap<string, string>;
+}
+
+/** `M`: this node is not the active; re-send the request to `address` (host:port). */
+export interface RedirectReply {
+  readonly kind: "M";
+  readonly op: RequestOp;
+  readonly key: string;
+  readonly address: string;
+  readonly id?: string;
+}
+
+/** `E`: the request failed with a stable error code. `op`/`key` are "?"/"-" when unknown. */
+export interface ErrorReply {
+  readonly kind: "E";
+  readonly op: RequestOp | "?";
+  readonly key: string;
+  readonly id?: string;
+  readonly code: ErrorCode;
+  readonly message: string;
+}
+
+export type Reply =
+  | GrantedReply
+  | TimedOutReply
+  | TryGrantedReply
+  | TryBusyReply
+  | ReleasedReply
+  | ExtendedReply
+  | PongReply
+  | HelloReply
+  | InfoReply
+  | RedirectReply
+  | ErrorReply;
+
+/**
+ * Stable error codes carried by `E` replies. Codec codes are produced by the decoder; server
+ * codes by lockd. `retryable` codes mean "send the same request again shortly".
+ */
+export const ERROR_CODES = {
+  // Produced by the decoder for a malformed line.
+  LINE_TOO_LONG: "the line exceeds the line limit; it was discarded up to the next newline",
+  BAD_ENCODING: "the line is not valid UTF-8",
+  BAD_SYNTAX: "unknown verb or wrong number of fields",
+  BAD_KEY: "the key is empty or contains a space or control character",
+  KEY_TOO_LONG: "the key exceeds the key limit in UTF-8 bytes",
+  BAD_DURATION: "a lease or wait is not decimal seconds with at most 3 fraction digits",
+  BAD_TOKEN: "a token is not a canonical decimal u64",
+  BAD_ID: "a request id does not match [A-Za-z0-9][A-Za-z0-9_.:-]{0,63}",
+  BAD_ARGUMENT: "another field is malformed",
+  // Produced by the server.
+  NOT_AUTHENTICATED: "this server requires `H <secret>` before any other verb",
+  AUTH_FAILED: "the secret is wrong",
+  LEASE_OUT_OF_RANGE: "the lease is 0 or above the server's maximum lease",
+  WAIT_OUT_OF_RANGE: "the wait is above the server's maximum wait",
+  TOO_MANY_WAITERS: "the key's wait queue is full",
+  TOO_MANY_REQUESTS: "the connection has too many requests outstanding",
+  TOO_MANY_CONNECTIONS: "the server is at its connection limit; the connection is closed",
+  TOO_MANY_KEYS: "the server is at its limit of keys held or queued for",
+  IDLE_TIMEOUT: "the connection was idle too long; it is closed",
+  AUTH_TIMEOUT: "the connection did not authenticate in time; it is closed",
+  NO_ACTIVE: "this node is a standby and knows no active yet; retry shortly (retryable)",
+  SHUTTING_DOWN: "the server is shutting down; retry on another node (retryable)",
+  INTERNAL: "an unexpected server error; the request had no effect",
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Codes after which re-sending the same request shortly is expected to work. */
+export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set(["NO_ACTIVE", "SHUTTING_DOWN"]);
+
+/** Codes after which the server closes the connection. */
+export const FATAL_CODES: ReadonlySet<ErrorCode> = new Set([
+  "TOO_MANY_CONNECTIONS",
+  "IDLE_TIMEOUT",
+  "AUTH_TIMEOUT",
+]);
