@@ -1,0 +1,23 @@
+/** Small shared helpers for benchmark output: every bench prints plain, greppable lines. */
+
+export function formatRate(perSecond: number): string {
+  return `${Math.round(perSecond).toLocaleString("en-US")}/s`;
+}
+
+/** Percentile of an ascending-sorted array of numbers (nearest rank). */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[rank]!;
+}
+
+export function printRow(name: string, fields: Record<string, string | number>): void {
+  const parts = Object.entries(fields).map(([k, v]) => `${k}=${typeof v === "number" ? round(v) : v}`);
+  console.log(`${name.padEnd(36)} ${parts.join("  ")}`);
+}
+
+function round(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  if (Math.abs(v) >= 100) return Math.round(v).toLocaleString("en-US");
+  return v.toFixed(3);
+}
