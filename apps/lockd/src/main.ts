@@ -1,2 +1,83 @@
 #!/usr/bin/env node
-console.log("lockd: not yet implemented");
+import { readFileSync } from "node:fs";
+import { LockServer } from "@lock/server";
+import { pino } from "pino";
+import { ConfigError } from "./address.js";
+import { startAdmin } from "./admin.js";
+import { parseConfig, usage } from "./config.js";
+import { LockdMetrics } from "./metrics.js";
+import { RateMeter } from "./rate-meter.js";
+
+const version: string = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
+
+async function main(): Promise<void> {
+  let parsed: ReturnType<typeof parseConfig>;
+  try {
+    parsed = parseConfig(process.argv.slice(2), process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`lockd: ${error.message}\nrun lockd --help for the flags\n`);
+    process.exit(2);
+  }
+  if (parsed.help) {
+    process.stdout.write(`${usage()}\n`);
+    return;
+  }
+  const config = parsed.config;
+  const log = pino({ name: "lockd", level: config.logLevel });
+  const metrics = new LockdMetrics();
+
+  const server = await LockServer.start({
+    host: config.listen.host,
+    port: config.listen.port,
+    dataDir: config.dataDir,
+    ...(config.advertise ? { advertise: config.advertise } : {}),
+    ...(config.authToken ? { authToken: config.authToken } : {}),
+    ...(config.tls ? { tls: config.tls } : {}),
+    limits: config.limits,
+    version,
+    observer: metrics,
+  });
+  metrics.attach(server);
+  const grantRate = new RateMeter(() => server.node.engine.counters.grants);
+  const admin = config.admin
+    ? await startAdmin(config.admin, { server, metrics, grantRate, version })
+    : undefined;
+  const adminAddress = admin?.server.address();
+
+  log.info(
+    {
+      version,
+      port: server.port,
+      listen: `${config.listen.host}:${server.port}`,
+      advertise: server.node.advertise,
+      dataDir: config.dataDir,
+      epoch: server.node.epoch.toString(),
+      adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
+      tls: config.tls !== undefined,
+      auth: config.authToken !== undefined,
+    },
+    "lockd ready",
+  );
+
+  let stopping = false;
+  const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) {
+      log.warn({ signal }, "second signal: exiting now");
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, "stopping");
+    grantRate.stop();
+    await Promise.all([server.close(config.shutdownGraceMs), admin?.close()]);
+    log.info("stopped");
+    process.exit(0);
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`lockd: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

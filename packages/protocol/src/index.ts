@@ -1,1 +1,79 @@
-export {};
+export type { DecodeError } from "./decode-error.js";
+export { isDecodeError, toErrorReply } from "./decode-error.js";
+export { ReplyDecoder, RequestDecoder } from "./decoders.js";
+export { formatSeconds, MAX_DURATION_MS, parseSeconds } from "./duration.js";
+export { encodePeer, encodeReply, encodeRequest } from "./encode.js";
+export {
+  isRequestOp,
+  isValidAddress,
+  isValidId,
+  isValidInfoName,
+  isValidInfoValue,
+  isValidNonce,
+  isValidSecret,
+  MAX_ID_LENGTH,
+  MAX_NONCE_LENGTH,
+  MAX_SECRET_LENGTH,
+  utf8ByteLength,
+  validateKey,
+} from "./fields.js";
+export type { ProtocolLimits } from "./limits.js";
+export { checkLimits, checkLineLimit, DEFAULT_LIMITS } from "./limits.js";
+export { LineDecoder } from "./line-decoder.js";
+export type {
+  AcquireRequest,
+  ErrorCode,
+  ErrorReply,
+  ExtendedReply,
+  ExtendRequest,
+  GrantedReply,
+  HelloReply,
+  HelloRequest,
+  InfoReply,
+  InfoRequest,
+  PingRequest,
+  PongReply,
+  RedirectReply,
+  ReleasedReply,
+  ReleaseRequest,
+  Reply,
+  ReplyKind,
+  Request,
+  RequestOp,
+  TimedOutReply,
+  TryAcquireRequest,
+  TryBusyReply,
+  TryGrantedReply,
+} from "./messages.js";
+export { ERROR_CODES, FATAL_CODES, RETRYABLE_CODES } from "./messages.js";
+export { parseReplyLine } from "./parse-reply.js";
+export { parseRequestLine } from "./parse-request.js";
+export type {
+  AckFrame,
+  HandoffFrame,
+  HeartbeatFrame,
+  JoinFrame,
+  NewEpochFrame,
+  NodeRole,
+  PeerFrame,
+  PeerVerb,
+  ReplicatedExtendFrame,
+  ReplicatedFreeFrame,
+  ReplicatedGrantFrame,
+  SnapshotBeginFrame,
+  SnapshotEndFrame,
+  SnapshotHolderFrame,
+} from "./peer.js";
+export { isPeerFrame } from "./peer.js";
+export {
+  composeToken,
+  EPOCH_BITS,
+  formatToken,
+  MAX_EPOCH,
+  MAX_SEQUENCE,
+  MAX_TOKEN,
+  parseToken,
+  SEQUENCE_BITS,
+  tokenEpoch,
+  tokenSequence,
+} from "./token.js";

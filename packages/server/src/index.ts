@@ -1,1 +1,29 @@
-export {};
+export type {
+  AcquireInput,
+  AcquireOutcome,
+  Clock,
+  DeadlineEntry,
+  EngineCounters,
+  EngineEvents,
+  EngineJournal,
+  EngineLimits,
+  Session,
+  TryAcquireOutcome,
+} from "./engine/index.js";
+export {
+  DEFAULT_ENGINE_LIMITS,
+  DeadlineHeap,
+  LockEngine,
+  ManualClock,
+  monotonicClock,
+  TokenIssuer,
+} from "./engine/index.js";
+export type { ServerLimits } from "./limits.js";
+export { DEFAULT_SERVER_LIMITS, resolveLimits } from "./limits.js";
+export type { LockServerOptions, TlsFiles } from "./net/server.js";
+export { DEFAULT_PORT, formatAddress, LockServer } from "./net/server.js";
+export type { AcquireSink, LockNodeOptions, NodeRole } from "./node.js";
+export { LockNode } from "./node.js";
+export type { ServerObserver } from "./observer.js";
+export { NO_OBSERVER } from "./observer.js";
+export { EpochFile } from "./store/epoch-file.js";

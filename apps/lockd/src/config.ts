@@ -1,0 +1,230 @@
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
+import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
+
+/**
+ * lockd's configuration from flags and `LOCKD_*` environment variables (a flag wins over its
+ * variable). Secrets come from a file or the environment, never from a flag: command lines are
+ * visible to every user of the machine through `ps`.
+ */
+export interface LockdConfig {
+  readonly listen: HostPort;
+  readonly advertise: string | undefined;
+  readonly dataDir: string;
+  readonly admin: HostPort | undefined;
+  readonly authToken: string | undefined;
+  readonly tls: { cert: Buffer; key: Buffer } | undefined;
+  readonly insecure: boolean;
+  readonly logLevel: string;
+  readonly shutdownGraceMs: number;
+  readonly limits: Partial<ServerLimits>;
+}
+
+/** Each flag, its environment variable, and its help line (docs/operations.md mirrors this). */
+const FLAGS = {
+  listen: { env: "LOCKD_LISTEN", default: "127.0.0.1:7420", help: "host:port to serve clients on" },
+  advertise: {
+    env: "LOCKD_ADVERTISE",
+    help: "host:port clients and peers use for this node (default: --listen)",
+  },
+  "data-dir": { env: "LOCKD_DATA_DIR", default: ".lockd", help: "directory for the token epoch" },
+  admin: {
+    env: "LOCKD_ADMIN",
+    help: "host:port for the HTTP admin server (healthz, status, metrics); off if unset",
+  },
+  "auth-token-file": {
+    env: "LOCKD_AUTH_TOKEN_FILE",
+    help: "file holding the shared auth token (or set LOCKD_AUTH_TOKEN)",
+  },
+  "tls-cert": { env: "LOCKD_TLS_CERT", help: "PEM certificate file; with --tls-key, serve TLS" },
+  "tls-key": { env: "LOCKD_TLS_KEY", help: "PEM private key file" },
+  "log-level": { env: "LOCKD_LOG_LEVEL", default: "info", help: "fatal, error, warn, info, debug or trace" },
+  "shutdown-grace": {
+    env: "LOCKD_SHUTDOWN_GRACE",
+    default: "2",
+    help: "seconds to let connections close on stop",
+  },
+  "max-lease": {
+    env: "LOCKD_MAX_LEASE",
+    help: "longest lease in seconds",
+    limit: "maxLeaseMs",
+    seconds: true,
+  },
+  "max-wait": {
+    env: "LOCKD_MAX_WAIT",
+    help: "longest bounded wait in seconds",
+    limit: "maxWaitMs",
+    seconds: true,
+  },
+  "max-pending": {
+    env: "LOCKD_MAX_PENDING",
+    help: "queued acquires per connection",
+    limit: "maxPendingPerConnection",
+  },
+  "max-waiters-per-key": {
+    env: "LOCKD_MAX_WAITERS_PER_KEY",
+    help: "queued acquires per key",
+    limit: "maxWaitersPerKey",
+  },
+  "max-keys": { env: "LOCKD_MAX_KEYS", help: "keys held at once", limit: "maxKeys" },
+  "max-connections": {
+    env: "LOCKD_MAX_CONNECTIONS",
+    help: "open client connections",
+    limit: "maxConnections",
+  },
+  "max-line-bytes": { env: "LOCKD_MAX_LINE_BYTES", help: "longest request line", limit: "maxLineBytes" },
+  "max-key-bytes": { env: "LOCKD_MAX_KEY_BYTES", help: "longest key in UTF-8 bytes", limit: "maxKeyBytes" },
+  "idle-timeout": {
+    env: "LOCKD_IDLE_TIMEOUT",
+    help: "seconds before an idle connection is closed (0: never)",
+    limit: "idleTimeoutMs",
+    seconds: true,
+  },
+  "auth-timeout": {
+    env: "LOCKD_AUTH_TIMEOUT",
+    help: "seconds a connection has to authenticate",
+    limit: "authTimeoutMs",
+    seconds: true,
+  },
+} as const satisfies Record<
+  string,
+  { env: string; help: string; default?: string; limit?: keyof ServerLimits; seconds?: boolean }
+>;
+
+type FlagName = keyof typeof FLAGS;
+
+export function usage(): string {
+  const lines = ["usage: lockd [flags]", ""];
+  for (const [name, flag] of Object.entries(FLAGS) as Array<[FlagName, (typeof FLAGS)[FlagName]]>) {
+    const fallback =
+      "default" in flag
+        ? ` (default ${flag.default})`
+        : "limit" in flag
+          ? ` (default ${defaultLimit(flag)})`
+          : "";
+    lines.push(`  --${name.padEnd(22)} ${flag.help}${fallback}  [${flag.env}]`);
+  }
+  lines.push(
+    `  --${"insecure".padEnd(22)} allow a non-loopback --listen without an auth token  [LOCKD_INSECURE=1]`,
+  );
+  lines.push(`  --${"help".padEnd(22)} print this help`);
+  return lines.join("\n");
+}
+
+function defaultLimit(flag: { limit: keyof ServerLimits; seconds?: boolean }): string {
+  const value = DEFAULT_SERVER_LIMITS[flag.limit];
+  return flag.seconds ? `${value / 1000} s` : String(value);
+}
+
+export type ParsedCommand = { help: true } | { help: false; config: LockdConfig };
+
+export function parseConfig(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  readFile: (path: string) => Buffer = (path) => readFileSync(path),
+): ParsedCommand {
+  const options = Object.fromEntries(
+    Object.keys(FLAGS).map((name) => [name, { type: "string" as const }]),
+  ) as Record<FlagName, { type: "string" }>;
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: { ...options, insecure: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new ConfigError((error as Error).message);
+  }
+  if (values.help) return { help: true };
+
+  const get = (name: FlagName): string | undefined => {
+    const flag = FLAGS[name];
+    const value = (values[name] as string | undefined) ?? env[flag.env];
+    return value ?? ("default" in flag ? flag.default : undefined);
+  };
+
+  const listen = parseHostPort(get("listen")!, "--listen");
+  const advertise = get("advertise");
+  if (advertise !== undefined) parseHostPort(advertise, "--advertise");
+  const adminText = get("admin");
+  const admin = adminText === undefined || adminText === "" ? undefined : parseHostPort(adminText, "--admin");
+
+  const authToken = readAuthToken(get("auth-token-file"), env.LOCKD_AUTH_TOKEN, readFile);
+  const insecure = values.insecure === true || env.LOCKD_INSECURE === "1" || env.LOCKD_INSECURE === "true";
+  if (!isLoopback(listen.host) && authToken === undefined && !insecure) {
+    throw new ConfigError(
+      `refusing to serve ${listen.host} without an auth token: set --auth-token-file (or LOCKD_AUTH_TOKEN), or pass --insecure`,
+    );
+  }
+
+  const certPath = get("tls-cert");
+  const keyPath = get("tls-key");
+  if ((certPath === undefined) !== (keyPath === undefined))
+    throw new ConfigError("--tls-cert and --tls-key go together");
+  const tls =
+    certPath && keyPath
+      ? { cert: readSecretFile(certPath, readFile), key: readSecretFile(keyPath, readFile) }
+      : undefined;
+
+  const limits: Partial<Record<keyof ServerLimits, number>> = {};
+  for (const [name, flag] of Object.entries(FLAGS) as Array<[FlagName, (typeof FLAGS)[FlagName]]>) {
+    if (!("limit" in flag)) continue;
+    const text = get(name);
+    if (text === undefined) continue;
+    limits[flag.limit] = parseNumber(text, `--${name}`, "seconds" in flag && flag.seconds ? 1000 : 1);
+  }
+
+  return {
+    help: false,
+    config: {
+      listen,
+      advertise,
+      dataDir: get("data-dir")!,
+      admin,
+      authToken,
+      tls,
+      insecure,
+      logLevel: get("log-level")!,
+      shutdownGraceMs: parseNumber(get("shutdown-grace")!, "--shutdown-grace", 1000),
+      limits,
+    },
+  };
+}
+
+function parseNumber(text: string, what: string, scale: number): number {
+  if (!/^\d+(\.\d{1,3})?$/.test(text))
+    throw new ConfigError(`${what}: expected a non-negative number, got "${text}"`);
+  return Math.round(Number(text) * scale);
+}
+
+function readAuthToken(
+  file: string | undefined,
+  fromEnv: string | undefined,
+  readFile: (path: string) => Buffer,
+): string | undefined {
+  if (file !== undefined && fromEnv !== undefined) {
+    throw new ConfigError("set either --auth-token-file or LOCKD_AUTH_TOKEN, not both");
+  }
+  const raw = file !== undefined ? readSecretFile(file, readFile).toString("utf8") : fromEnv;
+  if (raw === undefined) return undefined;
+  const token = raw.trim();
+  // The protocol's secret field: 1-1024 printable ASCII characters without space.
+  if (!/^[\x21-\x7e]{1,1024}$/.test(token)) {
+    throw new ConfigError("the auth token must be 1-1024 printable ASCII characters without spaces");
+  }
+  return token;
+}
+
+function readSecretFile(path: string, readFile: (path: string) => Buffer): Buffer {
+  try {
+    return readFile(path);
+  } catch (error) {
+    // The path is safe to show; the content never is.
+    throw new ConfigError(
+      `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
+  }
+}

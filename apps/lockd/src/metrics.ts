@@ -1,0 +1,116 @@
+import type { ErrorCode, RequestOp } from "@lock/protocol";
+import type { LockServer, ServerObserver } from "@lock/server";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+const VERBS: readonly RequestOp[] = ["A", "Y", "R", "X", "P", "H", "I"];
+
+/**
+ * Prometheus metrics for one lockd. Hot-path hooks (`ServerObserver`) only bump pre-bound
+ * children; engine counters and gauges are read when Prometheus scrapes, so they cost nothing
+ * between scrapes.
+ */
+export class LockdMetrics implements ServerObserver {
+  readonly registry = new Registry();
+  readonly #requestsByVerb: Map<string, { inc(): void }>;
+  readonly #errors: Counter<"code">;
+  readonly #acquireWait: Histogram;
+  #server: LockServer | undefined;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: "lockd_process_" });
+    const requests = new Counter({
+      name: "lockd_requests_total",
+      help: "Requests received, by verb",
+      labelNames: ["verb"],
+      registers: [this.registry],
+    });
+    this.#requestsByVerb = new Map(VERBS.map((verb) => [verb, requests.labels(verb)]));
+    this.#errors = new Counter({
+      name: "lockd_errors_total",
+      help: "E replies sent, by error code",
+      labelNames: ["code"],
+      registers: [this.registry],
+    });
+    this.#acquireWait = new Histogram({
+      name: "lockd_acquire_wait_seconds",
+      help: "Time from an acquire's arrival to its grant (0 when the key was free)",
+      buckets: [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+      registers: [this.registry],
+    });
+    this.#engineCounter("lockd_grants_total", "Grants, immediate and handoffs", (c) => c.grants);
+    this.#engineCounter(
+      "lockd_handoffs_total",
+      "Grants handed directly to a queued waiter",
+      (c) => c.handoffs,
+    );
+    this.#engineCounter("lockd_releases_total", "Releases that freed a key", (c) => c.releases);
+    this.#engineCounter(
+      "lockd_stale_releases_total",
+      "Releases refused: the token no longer held the key",
+      (c) => c.staleReleases,
+    );
+    this.#engineCounter("lockd_extensions_total", "Lease extensions", (c) => c.extensions);
+    this.#engineCounter("lockd_expiries_total", "Leases that ran out and were reclaimed", (c) => c.expiries);
+    this.#engineCounter("lockd_timeouts_total", "Acquires whose wait ran out (T replies)", (c) => c.timeouts);
+    this.#gauge("lockd_keys_held", "Keys held now", (s) => s.node.engine.keyCount);
+    this.#gauge(
+      "lockd_waiters",
+      "Acquires queued now, all keys (queue depth)",
+      (s) => s.node.engine.waiterCount,
+    );
+    this.#gauge("lockd_connections", "Open client connections", (s) => s.connectionCount);
+    this.#gauge("lockd_epoch", "Current token epoch", (s) => Number(s.node.epoch));
+    this.#gauge("lockd_is_active", "1 when this node serves clients", (s) =>
+      s.node.role === "active" ? 1 : 0,
+    );
+  }
+
+  attach(server: LockServer): void {
+    this.#server = server;
+  }
+
+  request(op: RequestOp): void {
+    this.#requestsByVerb.get(op)?.inc();
+  }
+
+  granted(waitedMs: number): void {
+    this.#acquireWait.observe(waitedMs / 1000);
+  }
+
+  error(code: ErrorCode): void {
+    this.#errors.inc({ code });
+  }
+
+  #engineCounter(
+    name: string,
+    help: string,
+    read: (counters: LockServer["node"]["engine"]["counters"]) => number,
+  ): void {
+    let reported = 0;
+    const metrics = this;
+    new Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        const server = metrics.#server;
+        if (!server) return;
+        const current = read(server.node.engine.counters);
+        this.inc(current - reported);
+        reported = current;
+      },
+    });
+  }
+
+  #gauge(name: string, help: string, read: (server: LockServer) => number): void {
+    const metrics = this;
+    new Gauge({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        if (metrics.#server) this.set(read(metrics.#server));
+      },
+    });
+  }
+}

@@ -1,0 +1,90 @@
+import { connect, type Socket } from "node:net";
+
+/**
+ * Raw-socket load generator, run as its own (pinned) process by the benchmark driver.
+ *
+ * `cycle` mode: each of `inflight` slots per connection loops acquire(unique key) → release →
+ * acquire…; one op = one acquire+release cycle (two requests). `contend` mode: every connection
+ * loops acquire(one shared key, wait forever) → release, so each grant after the first is a handoff.
+ * Prints one JSON line: ops, seconds, and the acquire round-trip latency percentiles in ms.
+ */
+interface Options {
+  port: number;
+  mode: "cycle" | "contend";
+  connections: number;
+  inflight: number;
+  durationMs: number;
+}
+
+const options = JSON.parse(process.argv[2] ?? "{}") as Options;
+const latencies: number[] = [];
+let ops = 0;
+let measuring = false;
+
+async function openConnection(index: number): Promise<void> {
+  const socket: Socket = await new Promise((resolve, reject) => {
+    const s = connect({ port: options.port, host: "127.0.0.1" }, () => resolve(s));
+    s.once("error", reject);
+  });
+  socket.setNoDelay(true);
+  socket.setEncoding("latin1");
+  const sentAt = new Map<string, number>();
+  let out = "";
+  let scheduled = false;
+  const send = (line: string) => {
+    out += line;
+    if (!scheduled) {
+      scheduled = true;
+      process.nextTick(() => {
+        scheduled = false;
+        socket.write(out);
+        out = "";
+      });
+    }
+  };
+  const keyFor = (slot: number) => (options.mode === "contend" ? "shared" : `c${index}s${slot}`);
+  const acquire = (slot: number) => {
+    const key = keyFor(slot);
+    sentAt.set(`${key} ${slot}`, performance.now());
+    send(`A ${key} 30 0 r${slot}\n`);
+  };
+  let rest = "";
+  socket.on("data", (chunk: string) => {
+    const text = rest + chunk;
+    let start = 0;
+    for (let end = text.indexOf("\n", start); end >= 0; end = text.indexOf("\n", start)) {
+      const line = text.slice(start, end);
+      start = end + 1;
+      const fields = line.split(" ");
+      if (fields[0] === "A") {
+        const key = fields[1]!;
+        const slot = Number((fields[3] ?? "r0").slice(1));
+        const began = sentAt.get(`${key} ${slot}`);
+        if (measuring && began !== undefined) latencies.push(performance.now() - began);
+        send(`R ${key} ${fields[2]}\n`);
+        // The release reply is not needed to go on: the next acquire queues behind it in order.
+        if (measuring) ops += 1;
+        acquire(slot);
+      } else if (fields[0] === "E") {
+        console.error(`error reply: ${line}`);
+        process.exit(1);
+      }
+    }
+    rest = text.slice(start);
+  });
+  for (let slot = 0; slot < options.inflight; slot++) acquire(slot);
+}
+
+await Promise.all(Array.from({ length: options.connections }, (_, i) => openConnection(i)));
+// Warm up (JIT, socket buffers) before measuring.
+await new Promise((resolve) => setTimeout(resolve, 500));
+measuring = true;
+const started = performance.now();
+await new Promise((resolve) => setTimeout(resolve, options.durationMs));
+measuring = false;
+const seconds = (performance.now() - started) / 1000;
+latencies.sort((a, b) => a - b);
+const at = (p: number) =>
+  latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
+console.log(JSON.stringify({ ops, seconds, p50: at(50), p99: at(99), samples: latencies.length }));
+process.exit(0);

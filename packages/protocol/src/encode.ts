@@ -1,0 +1,150 @@
+import { formatSafeInteger } from "./decimal.js";
+import { formatSeconds } from "./duration.js";
+import { addressText, idSuffix, keyText, nonceSuffix, secretText } from "./encode-fields.js";
+import { isRequestOp, isValidInfoName, isValidInfoValue, toMessageText } from "./fields.js";
+import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
+import { ERROR_CODES, type Reply, type Request } from "./messages.js";
+import type { NodeRole, PeerFrame } from "./peer.js";
+import { formatToken, formatU64 } from "./token.js";
+
+/**
+ * Encoders return one complete line, `\n` included. They throw a TypeError or RangeError rather than
+ * emit a line the other side would refuse or misread; `limits` only bounds the key.
+ */
+
+export function encodeRequest(request: Request, limits: ProtocolLimits = DEFAULT_LIMITS): string {
+  switch (request.op) {
+    case "A": {
+      const { key, leaseMs, waitMs, id } = request;
+      return `A ${keyText(key, limits)} ${formatSeconds(leaseMs)} ${formatSeconds(waitMs)}${idSuffix(id)}\n`;
+    }
+    case "Y":
+      return `Y ${keyText(request.key, limits)} ${formatSeconds(request.leaseMs)}${idSuffix(request.id)}\n`;
+    case "R":
+      return `R ${keyText(request.key, limits)} ${formatToken(request.token)}\n`;
+    case "X": {
+      const { key, token, leaseMs } = request;
+      return `X ${keyText(key, limits)} ${formatToken(token)} ${formatSeconds(leaseMs)}\n`;
+    }
+    case "P":
+      return `P${nonceSuffix(request.nonce)}\n`;
+    case "H":
+      return `H ${secretText(request.secret)}\n`;
+    case "I":
+      return "I\n";
+  }
+  return unknownKind("request op", request);
+}
+
+export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMITS): string {
+  switch (reply.kind) {
+    case "A":
+    case "Y":
+      return `${reply.kind} ${keyText(reply.key, limits)} ${formatToken(reply.token)}${idSuffix(reply.id)}\n`;
+    case "T":
+    case "N":
+      return `${reply.kind} ${keyText(reply.key, limits)}${idSuffix(reply.id)}\n`;
+    case "R":
+      return `R ${keyText(reply.key, limits)} ${reply.released ? "1" : "0"}\n`;
+    case "X":
+      return `X ${keyText(reply.key, limits)} ${reply.extended ? "1" : "0"}\n`;
+    case "P":
+      return `P${nonceSuffix(reply.nonce)}\n`;
+    case "H":
+      return "H\n";
+    case "I":
+      return `I${infoFieldsText(reply.fields)}\n`;
+    case "M": {
+      const { op, key, address, id } = reply;
+      return `M ${opText(op)} ${keyText(key, limits)} ${addressText(address)}${idSuffix(id)}\n`;
+    }
+    case "E": {
+      const { op, key, code, id, message } = reply;
+      if (!Object.hasOwn(ERROR_CODES, code)) throw new TypeError(`unknown error code ${String(code)}`);
+      const idField = id === undefined ? " -" : idSuffix(id);
+      const text = toMessageText(truncate(message, MAX_MESSAGE_LENGTH));
+      // An empty message leaves no trailing space; the decoder accepts both forms.
+      const head = `E ${op === "?" ? "?" : opText(op)} ${keyText(key, limits)} ${code}${idField}`;
+      return text === "" ? `${head}\n` : `${head} ${text}\n`;
+    }
+  }
+  return unknownKind("reply kind", reply);
+}
+
+export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LIMITS): string {
+  switch (frame.peer) {
+    case "J":
+      return `!J ${addressText(frame.node)} ${roleText(frame.role)} ${formatU64(frame.epoch, "epoch")}\n`;
+    case "B": {
+      const { node, role, epoch, active } = frame;
+      const activeText = active === undefined ? "-" : addressText(active);
+      return `!B ${addressText(node)} ${roleText(role)} ${formatU64(epoch, "epoch")} ${activeText}\n`;
+    }
+    case "S": {
+      const { epoch, seq, count } = frame;
+      return `!S ${formatU64(epoch, "epoch")} ${formatU64(seq, "seq")} ${formatSafeInteger(count, "count")}\n`;
+    }
+    case "h": {
+      const { key, token, remainingMs, id } = frame;
+      const remaining = formatSafeInteger(remainingMs, "remainingMs");
+      return `!h ${keyText(key, limits)} ${formatToken(token)} ${remaining}${idSuffix(id)}\n`;
+    }
+    case "s":
+    case "K":
+      return `!${frame.peer} ${formatU64(frame.seq, "seq")}\n`;
+    case "G": {
+      const { seq, key, token, leaseMs, id } = frame;
+      const lease = formatSafeInteger(leaseMs, "leaseMs");
+      return `!G ${formatU64(seq, "seq")} ${keyText(key, limits)} ${formatToken(token)} ${lease}${idSuffix(id)}\n`;
+    }
+    case "F":
+      return `!F ${formatU64(frame.seq, "seq")} ${keyText(frame.key, limits)} ${formatToken(frame.token)}\n`;
+    case "X": {
+      const { seq, key, token, leaseMs } = frame;
+      const lease = formatSafeInteger(leaseMs, "leaseMs");
+      return `!X ${formatU64(seq, "seq")} ${keyText(key, limits)} ${formatToken(token)} ${lease}\n`;
+    }
+    case "P":
+    case "O":
+      return `!${frame.peer} ${formatU64(frame.seq, "seq")} ${formatU64(frame.epoch, "epoch")}\n`;
+  }
+  return unknownKind("peer frame", frame);
+}
+
+// Far below any sane line limit even at 4 bytes a character, so an error reply always gets through.
+const MAX_MESSAGE_LENGTH = 1024;
+
+/** Cuts `text` to `maxLength` UTF-16 units without splitting a surrogate pair. */
+function truncate(text: string, maxLength: number): string {
+  if (text.length <= maxLength) return text;
+  const last = text.charCodeAt(maxLength - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? maxLength - 1 : maxLength);
+}
+
+function opText(op: string): string {
+  if (!isRequestOp(op)) throw new TypeError(`unknown request op ${JSON.stringify(op)}`);
+  return op;
+}
+
+function roleText(role: NodeRole): string {
+  if (role !== "active" && role !== "standby") throw new TypeError(`unknown role ${JSON.stringify(role)}`);
+  return role;
+}
+
+function infoFieldsText(fields: ReadonlyMap<string, string>): string {
+  let text = "";
+  for (const [name, value] of fields) {
+    if (!isValidInfoName(name) || !isValidInfoValue(value)) {
+      throw new TypeError(`invalid info field ${JSON.stringify(name)}=${JSON.stringify(value)}`);
+    }
+    text += ` ${name}=${value}`;
+  }
+  return text;
+}
+
+// Reached only when the type system was bypassed (casts, plain JavaScript callers).
+function unknownKind(what: string, value: never): never {
+  throw new TypeError(
+    `unknown ${what}: ${JSON.stringify(value, (_, v) => (typeof v === "bigint" ? `${v}` : v))}`,
+  );
+}

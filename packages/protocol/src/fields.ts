@@ -1,0 +1,181 @@
+import type { ErrorCode, RequestOp } from "./messages.js";
+
+/**
+ * Syntax of the text fields (docs/protocol.md, "Field syntax"). These run once or more per frame on
+ * the server, so they are char-code loops rather than regular expressions.
+ */
+
+const SPACE = 0x20;
+const DEL = 0x7f;
+
+/**
+ * Validates the UTF-8 byte length of free text that may not contain a space, a control character
+ * (U+0000–U+001F, U+007F) or a lone surrogate (which has no UTF-8 form). Returns the byte length,
+ * or -1 when a forbidden character is present.
+ */
+function textByteLength(text: string): number {
+  let bytes = 0;
+  const length = text.length;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) {
+      if (c <= SPACE || c === DEL) return -1;
+      bytes += 1;
+    } else if (c < 0x800) {
+      bytes += 2;
+    } else if (c >= 0xd800 && c <= 0xdbff) {
+      if (!isLowSurrogate(text.charCodeAt(i + 1))) return -1;
+      i++;
+      bytes += 4;
+    } else if (isLowSurrogate(c)) {
+      return -1;
+    } else {
+      bytes += 3;
+    }
+  }
+  return bytes;
+}
+
+/** UTF-8 byte length of `text[start, end)`, which must be well-formed (decoded text always is). */
+export function utf8ByteLength(text: string, start = 0, end = text.length): number {
+  let bytes = end - start;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    // A surrogate pair is 2 units and 4 bytes, so each surrogate adds one byte over its unit.
+    if (c >= 0x80) bytes += c < 0x800 || (c >= 0xd800 && c <= 0xdfff) ? 1 : 2;
+  }
+  return bytes;
+}
+
+/** Checks a key: BAD_KEY if empty or holding a forbidden character, KEY_TOO_LONG over the limit. */
+export function validateKey(key: string, maxKeyBytes: number): ErrorCode | undefined {
+  if (key.length === 0) return "BAD_KEY";
+  const bytes = textByteLength(key);
+  if (bytes < 0) return "BAD_KEY";
+  return bytes > maxKeyBytes ? "KEY_TOO_LONG" : undefined;
+}
+
+const REQUEST_OPS: ReadonlySet<string> = new Set<RequestOp>(["A", "Y", "R", "X", "P", "H", "I"]);
+
+export function isRequestOp(verb: string): verb is RequestOp {
+  return REQUEST_OPS.has(verb);
+}
+
+// Per ASCII code: 1 may start an id, 2 may only follow.
+const ID_CHARS = new Uint8Array(128);
+for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+  ID_CHARS[c.charCodeAt(0)] = 1;
+for (const c of "_.:-") ID_CHARS[c.charCodeAt(0)] = 2;
+export const MAX_ID_LENGTH = 64;
+
+/** True for a request id: `[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}` (so `-` is never an id). */
+export function isValidId(id: string): boolean {
+  const length = id.length;
+  if (length === 0 || length > MAX_ID_LENGTH || ID_CHARS[id.charCodeAt(0)] !== 1) return false;
+  for (let i = 1; i < length; i++) {
+    // Codes >= 128 index past the table and read undefined, which is falsy like 0.
+    if (!ID_CHARS[id.charCodeAt(i)]) return false;
+  }
+  return true;
+}
+
+export const MAX_SECRET_LENGTH = 1024;
+export const MAX_NONCE_LENGTH = 64;
+
+function isPrintableAscii(text: string, maxLength: number): boolean {
+  const length = text.length;
+  if (length === 0 || length > maxLength) return false;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    if (c <= SPACE || c >= DEL) return false;
+  }
+  return true;
+}
+
+/** True for an auth secret: 1–1,024 bytes of printable ASCII without space. */
+export function isValidSecret(secret: string): boolean {
+  return isPrintableAscii(secret, MAX_SECRET_LENGTH);
+}
+
+/** True for a ping nonce: 1–64 bytes of printable ASCII without space. */
+export function isValidNonce(nonce: string): boolean {
+  return isPrintableAscii(nonce, MAX_NONCE_LENGTH);
+}
+
+const MAX_HOST_LENGTH = 253;
+
+function isHostChar(c: number, bracketed: boolean): boolean {
+  if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)) return true;
+  // "-", "." and "_" appear in names and IPv4; ":" and "%" (a zone) only inside IPv6 brackets.
+  if (c === 45 || c === 46 || c === 95) return true;
+  return bracketed && (c === 58 || c === 37);
+}
+
+/**
+ * True for a node address `host:port`: a DNS name or IPv4 address, or an IPv6 address in brackets
+ * (`[::1]:7420`), and a port 1–65535 without leading zeros.
+ */
+export function isValidAddress(address: string): boolean {
+  const colon = address.lastIndexOf(":");
+  if (colon <= 0) return false;
+  const port = address.slice(colon + 1);
+  if (port.length === 0 || port.length > 5 || port.charCodeAt(0) === 48) return false;
+  for (let i = 0; i < port.length; i++) {
+    const c = port.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  if (Number(port) > 65_535) return false;
+  const bracketed = address.charCodeAt(0) === 0x5b;
+  const hostStart = bracketed ? 1 : 0;
+  const hostEnd = bracketed ? colon - 1 : colon;
+  if (bracketed && address.charCodeAt(hostEnd) !== 0x5d) return false;
+  if (hostEnd <= hostStart || hostEnd - hostStart > MAX_HOST_LENGTH) return false;
+  for (let i = hostStart; i < hostEnd; i++) {
+    if (!isHostChar(address.charCodeAt(i), bracketed)) return false;
+  }
+  return true;
+}
+
+/** True for an `I` field name: printable ASCII without space or `=`. */
+export function isValidInfoName(name: string): boolean {
+  return name.indexOf("=") < 0 && isPrintableAscii(name, Number.MAX_SAFE_INTEGER);
+}
+
+/** True for an `I` field value: possibly empty, no space, control character or lone surrogate. */
+export function isValidInfoValue(value: string): boolean {
+  return textByteLength(value) >= 0;
+}
+
+/**
+ * Makes free text safe as the message of an `E` line: control characters become spaces (a `\n`
+ * would end the line and let the rest pass for another frame) and lone surrogates, which have no
+ * UTF-8 form, become U+FFFD. The decoder applies the same rule, so messages round-trip.
+ */
+export function toMessageText(message: string): string {
+  // Rebuild only when needed: almost every message is already clean.
+  let clean = true;
+  for (let i = 0; i < message.length && clean; i++) {
+    const c = message.charCodeAt(i);
+    if (c < SPACE || c === DEL || (c >= 0xd800 && c <= 0xdfff)) clean = false;
+  }
+  if (clean) return message;
+  let out = "";
+  for (let i = 0; i < message.length; i++) {
+    const c = message.charCodeAt(i);
+    if (c < SPACE || c === DEL) {
+      out += " ";
+    } else if (c >= 0xd800 && c <= 0xdbff && isLowSurrogate(message.charCodeAt(i + 1))) {
+      out += message.slice(i, i + 2);
+      i++;
+    } else if (c >= 0xd800 && c <= 0xdfff) {
+      out += "\ufffd";
+    } else {
+      out += message[i];
+    }
+  }
+  return out;
+}
+
+function isLowSurrogate(c: number): boolean {
+  return c >= 0xdc00 && c <= 0xdfff;
+}

@@ -1,0 +1,311 @@
+/**
+ * Wire fixtures shared by the tests: valid lines with the value they decode to, and bad lines with
+ * the error they must produce. Lines are given without their "\n"; the tests add it.
+ */
+import type { DecodeError } from "./decode-error.js";
+import { DEFAULT_LIMITS } from "./limits.js";
+import type { ErrorCode, Reply, Request, RequestOp } from "./messages.js";
+import type { PeerFrame } from "./peer.js";
+import { utf8 } from "./testing.test.data.js";
+
+export interface Fixture<T> {
+  readonly line: string;
+  readonly value: T;
+  /** The encoder's canonical form when it differs from `line` (leading zeros, trailing space…). */
+  readonly encoded?: string;
+}
+
+export interface BadLine {
+  /** The line's bytes, or its text (UTF-8 encoded by the tests). */
+  readonly line: string | Uint8Array;
+  readonly code: ErrorCode;
+  readonly op?: RequestOp | "?";
+  readonly key?: string;
+  readonly id?: string;
+}
+
+/** The fields of a DecodeError that a BadLine pins down, for toStrictEqual. */
+export function errorShape(line: BadLine): Pick<DecodeError, "kind" | "code" | "op" | "key" | "id"> {
+  return { kind: "error", code: line.code, op: line.op ?? "?", key: line.key ?? "-", id: line.id };
+}
+
+export const TOKEN_2_53 = 2n ** 53n;
+export const MAX_U64 = 2n ** 64n - 1n;
+
+// Keys of exactly DEFAULT_LIMITS.maxKeyBytes bytes, in 2-byte and 4-byte characters.
+export const KEY_1024_TWO_BYTE = "é".repeat(512);
+export const KEY_1024_FOUR_BYTE = "😀".repeat(256);
+
+export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
+  { line: "A jobs:nightly 30 0", value: { op: "A", key: "jobs:nightly", leaseMs: 30_000, waitMs: 0 } },
+  {
+    line: "A orders:42 30 0 job-1",
+    value: { op: "A", key: "orders:42", leaseMs: 30_000, waitMs: 0, id: "job-1" },
+  },
+  {
+    line: "A orders:42 0.25 1.5 a_b.c:d-E9",
+    value: { op: "A", key: "orders:42", leaseMs: 250, waitMs: 1500, id: "a_b.c:d-E9" },
+  },
+  { line: "A - 007 0.001", value: { op: "A", key: "-", leaseMs: 7000, waitMs: 1 }, encoded: "A - 7 0.001" },
+  {
+    line: "A k 9999999999.999 1.50",
+    value: { op: "A", key: "k", leaseMs: 9_999_999_999_999, waitMs: 1500 },
+    encoded: "A k 9999999999.999 1.5",
+  },
+  { line: "A 锁/ключ/🔒 30 0", value: { op: "A", key: "锁/ключ/🔒", leaseMs: 30_000, waitMs: 0 } },
+  {
+    line: "A \ufeffbom\u00a0nbsp\u0085 1 0",
+    value: { op: "A", key: "\ufeffbom\u00a0nbsp\u0085", leaseMs: 1000, waitMs: 0 },
+  },
+  {
+    line: `A ${KEY_1024_TWO_BYTE} 1 0`,
+    value: { op: "A", key: KEY_1024_TWO_BYTE, leaseMs: 1000, waitMs: 0 },
+  },
+  {
+    line: `A ${KEY_1024_FOUR_BYTE} 1 0`,
+    value: { op: "A", key: KEY_1024_FOUR_BYTE, leaseMs: 1000, waitMs: 0 },
+  },
+  { line: "Y orders:42 30", value: { op: "Y", key: "orders:42", leaseMs: 30_000 } },
+  { line: "Y orders:42 30 job-2", value: { op: "Y", key: "orders:42", leaseMs: 30_000, id: "job-2" } },
+  { line: "R orders:42 1099511627777", value: { op: "R", key: "orders:42", token: 1_099_511_627_777n } },
+  { line: "R k 0", value: { op: "R", key: "k", token: 0n } },
+  { line: "R k 9007199254740993", value: { op: "R", key: "k", token: TOKEN_2_53 + 1n } },
+  { line: "R k 18446744073709551615", value: { op: "R", key: "k", token: MAX_U64 } },
+  {
+    line: "X orders:42 1099511627777 60",
+    value: { op: "X", key: "orders:42", token: 1_099_511_627_777n, leaseMs: 60_000 },
+  },
+  { line: "P", value: { op: "P" } },
+  { line: "P hello", value: { op: "P", nonce: "hello" } },
+  { line: "H s3cr3t!~#=", value: { op: "H", secret: "s3cr3t!~#=" } },
+  { line: "I", value: { op: "I" } },
+  {
+    line: "!J 10.0.0.5:7420 active 1",
+    value: { peer: "J", node: "10.0.0.5:7420", role: "active", epoch: 1n },
+  },
+  {
+    line: "!B lockd-2.internal:7420 standby 7 10.0.0.5:7420",
+    value: { peer: "B", node: "lockd-2.internal:7420", role: "standby", epoch: 7n, active: "10.0.0.5:7420" },
+  },
+  { line: "!B [::1]:7421 standby 7 -", value: { peer: "B", node: "[::1]:7421", role: "standby", epoch: 7n } },
+  { line: "!S 7 1234 2", value: { peer: "S", epoch: 7n, seq: 1234n, count: 2 } },
+  {
+    line: "!h orders:42 7696581394433 29500 job-1",
+    value: { peer: "h", key: "orders:42", token: 7_696_581_394_433n, remainingMs: 29_500, id: "job-1" },
+  },
+  { line: "!h k 1 0", value: { peer: "h", key: "k", token: 1n, remainingMs: 0 } },
+  { line: "!s 1234", value: { peer: "s", seq: 1234n } },
+  {
+    line: "!G 1235 orders:43 7696581394434 30000 job-9",
+    value: {
+      peer: "G",
+      seq: 1235n,
+      key: "orders:43",
+      token: 7_696_581_394_434n,
+      leaseMs: 30_000,
+      id: "job-9",
+    },
+  },
+  { line: "!G 0 k 1 1", value: { peer: "G", seq: 0n, key: "k", token: 1n, leaseMs: 1 } },
+  {
+    line: "!F 1236 orders:42 7696581394433",
+    value: { peer: "F", seq: 1236n, key: "orders:42", token: 7_696_581_394_433n },
+  },
+  {
+    line: "!X 1237 orders:43 7696581394434 60000",
+    value: { peer: "X", seq: 1237n, key: "orders:43", token: 7_696_581_394_434n, leaseMs: 60_000 },
+  },
+  { line: "!P 1238 8", value: { peer: "P", seq: 1238n, epoch: 8n } },
+  { line: "!O 1239 8", value: { peer: "O", seq: 1239n, epoch: 8n } },
+  { line: "!K 18446744073709551615", value: { peer: "K", seq: MAX_U64 } },
+];
+
+const INFO_LINE =
+  "I version=0.1.0 role=active node=127.0.0.1:7420 active=127.0.0.1:7420 epoch=1 keys=0 waiters=0 connections=1 uptime_ms=5210";
+
+export const REPLY_FIXTURES: readonly Fixture<Reply>[] = [
+  {
+    line: "A jobs:nightly 1099511627777",
+    value: { kind: "A", key: "jobs:nightly", token: 1_099_511_627_777n },
+  },
+  {
+    line: "A orders:42 1099511627777 job-1",
+    value: { kind: "A", key: "orders:42", token: 1_099_511_627_777n, id: "job-1" },
+  },
+  { line: "T orders:42 job-2", value: { kind: "T", key: "orders:42", id: "job-2" } },
+  { line: "T k", value: { kind: "T", key: "k" } },
+  { line: "Y k 18446744073709551615 x", value: { kind: "Y", key: "k", token: MAX_U64, id: "x" } },
+  { line: "Y k 9007199254740992", value: { kind: "Y", key: "k", token: TOKEN_2_53 } },
+  { line: "N orders:42", value: { kind: "N", key: "orders:42" } },
+  { line: "N k id.7", value: { kind: "N", key: "k", id: "id.7" } },
+  { line: "R orders:42 1", value: { kind: "R", key: "orders:42", released: true } },
+  { line: "R orders:42 0", value: { kind: "R", key: "orders:42", released: false } },
+  { line: "X orders:42 1", value: { kind: "X", key: "orders:42", extended: true } },
+  { line: "X orders:42 0", value: { kind: "X", key: "orders:42", extended: false } },
+  { line: "P", value: { kind: "P" } },
+  { line: "P hello", value: { kind: "P", nonce: "hello" } },
+  { line: "H", value: { kind: "H" } },
+  {
+    line: INFO_LINE,
+    value: {
+      kind: "I",
+      fields: new Map(
+        INFO_LINE.split(" ")
+          .slice(1)
+          .map((f) => f.split("=") as [string, string]),
+      ),
+    },
+  },
+  { line: "I", value: { kind: "I", fields: new Map() } },
+  {
+    line: "I empty= a=b=c",
+    value: {
+      kind: "I",
+      fields: new Map([
+        ["empty", ""],
+        ["a", "b=c"],
+      ]),
+    },
+  },
+  {
+    line: "M A orders:42 10.0.0.5:7420 job-1",
+    value: { kind: "M", op: "A", key: "orders:42", address: "10.0.0.5:7420", id: "job-1" },
+  },
+  { line: "M P - [::1]:7420", value: { kind: "M", op: "P", key: "-", address: "[::1]:7420" } },
+  {
+    line: "E A orders:42 BAD_DURATION - lease must be decimal seconds with at most 3 fraction digits",
+    value: {
+      kind: "E",
+      op: "A",
+      key: "orders:42",
+      code: "BAD_DURATION",
+      message: "lease must be decimal seconds with at most 3 fraction digits",
+    },
+  },
+  {
+    line: 'E ? - BAD_SYNTAX - unknown verb "Z"',
+    value: { kind: "E", op: "?", key: "-", code: "BAD_SYNTAX", message: 'unknown verb "Z"' },
+  },
+  {
+    line: "E A k NO_ACTIVE job-1  retry  shortly ",
+    value: { kind: "E", op: "A", key: "k", code: "NO_ACTIVE", id: "job-1", message: " retry  shortly " },
+  },
+  { line: "E H - AUTH_FAILED -", value: { kind: "E", op: "H", key: "-", code: "AUTH_FAILED", message: "" } },
+  {
+    line: "E H - AUTH_FAILED - ",
+    value: { kind: "E", op: "H", key: "-", code: "AUTH_FAILED", message: "" },
+    encoded: "E H - AUTH_FAILED -",
+  },
+];
+
+const bytes = (...parts: Array<string | number[]>) =>
+  new Uint8Array(parts.flatMap((part) => (typeof part === "string" ? [...utf8(part)] : part)));
+
+/** Invalid UTF-8, and lines over the default line limit: framing errors, the same on both sides. */
+export const BAD_FRAMING: readonly BadLine[] = [
+  { line: bytes("A ", [0xff], " 30 0"), code: "BAD_ENCODING" },
+  { line: bytes("A ", [0xc0, 0xaf], " 30 0"), code: "BAD_ENCODING" }, // overlong "/"
+  { line: bytes("A ", [0xed, 0xa0, 0x80], " 30 0"), code: "BAD_ENCODING" }, // a surrogate
+  { line: bytes("P ", [0xe2, 0x82]), code: "BAD_ENCODING" }, // truncated sequence
+  { line: bytes([0x80]), code: "BAD_ENCODING" },
+  // One byte over the limit once the "\n" is counted.
+  { line: `P ${"x".repeat(DEFAULT_LIMITS.maxLineBytes - 2)}`, code: "LINE_TOO_LONG" },
+  { line: `P ${"x".repeat(DEFAULT_LIMITS.maxLineBytes - 3)}\r`, code: "LINE_TOO_LONG" },
+  { line: `A ${"é".repeat((DEFAULT_LIMITS.maxLineBytes - 6) / 2)} 1 0`, code: "LINE_TOO_LONG" },
+];
+
+export const BAD_REQUESTS: readonly BadLine[] = [
+  ...BAD_FRAMING,
+  { line: "R k +5", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "R k -5", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "R k 05", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "R k 00", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "R k 123456789012345678901", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "R k 18446744073709551616", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "R k 99999999999999999999", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "R k 1e5", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "R k 0x10", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "R k ", code: "BAD_TOKEN", op: "R", key: "k" },
+  { line: "X k 1.5 30", code: "BAD_TOKEN", op: "X", key: "k" },
+  { line: "R k  5", code: "BAD_SYNTAX", op: "R", key: "k" },
+  { line: "R k 5 ", code: "BAD_SYNTAX", op: "R", key: "k" },
+  { line: "R k", code: "BAD_SYNTAX", op: "R", key: "k" },
+  { line: "X k 5 1.2345", code: "BAD_DURATION", op: "X", key: "k" },
+  { line: "A orders:42 -5 0 job-1", code: "BAD_DURATION", op: "A", key: "orders:42", id: "job-1" },
+  { line: "A orders:42 -5 0", code: "BAD_DURATION", op: "A", key: "orders:42" },
+  { line: "A k 1e3 0", code: "BAD_DURATION", op: "A", key: "k" },
+  { line: "A k 1. 0", code: "BAD_DURATION", op: "A", key: "k" },
+  { line: "A k .5 0", code: "BAD_DURATION", op: "A", key: "k" },
+  { line: "A k 12345678901 0", code: "BAD_DURATION", op: "A", key: "k" },
+  { line: "A k 30 +1 j", code: "BAD_DURATION", op: "A", key: "k", id: "j" },
+  { line: "Y k 1,5", code: "BAD_DURATION", op: "Y", key: "k" },
+  { line: "A k 30 0 -", code: "BAD_ID", op: "A", key: "k" },
+  { line: "A k 30 0 bad/id", code: "BAD_ID", op: "A", key: "k" },
+  { line: `A k 30 0 ${"a".repeat(65)}`, code: "BAD_ID", op: "A", key: "k" },
+  { line: "Y k 30 _x", code: "BAD_ID", op: "Y", key: "k" },
+  { line: `A ${KEY_1024_TWO_BYTE}x 30 0`, code: "KEY_TOO_LONG", op: "A" },
+  { line: `A ${KEY_1024_FOUR_BYTE}a 30 0 j`, code: "KEY_TOO_LONG", op: "A", id: "j" },
+  { line: `R ${"a".repeat(1025)} 1`, code: "KEY_TOO_LONG", op: "R" },
+  { line: "A k\u0001 30 0", code: "BAD_KEY", op: "A" },
+  { line: "A k\u007f 30 0", code: "BAD_KEY", op: "A" },
+  { line: "A k\t 30 0", code: "BAD_KEY", op: "A" },
+  { line: "A  30 0 j", code: "BAD_KEY", op: "A", id: "j" },
+  { line: "A k\r 30 0", code: "BAD_KEY", op: "A" },
+  { line: "P a\rb", code: "BAD_ARGUMENT", op: "P" },
+  { line: "\r\r", code: "BAD_SYNTAX" }, // only one "\r" before the "\n" is stripped
+  { line: "Z", code: "BAD_SYNTAX" },
+  { line: "AA k 1 0", code: "BAD_SYNTAX" },
+  { line: "a k 1 0", code: "BAD_SYNTAX" },
+  { line: " A k 1 0", code: "BAD_SYNTAX" },
+  { line: "\ufeffA k 1 0", code: "BAD_SYNTAX" },
+  { line: "I x", code: "BAD_SYNTAX", op: "I" },
+  { line: "H", code: "BAD_SYNTAX", op: "H" },
+  { line: "H two words", code: "BAD_SYNTAX", op: "H" },
+  { line: "H caf\u00e9", code: "BAD_ARGUMENT", op: "H" },
+  { line: `P ${"n".repeat(65)}`, code: "BAD_ARGUMENT", op: "P" },
+  { line: "X k 5", code: "BAD_SYNTAX", op: "X", key: "k" },
+  { line: "A k 30 0 id extra", code: "BAD_SYNTAX", op: "A", key: "k" },
+  { line: "A k\u0000 30", code: "BAD_SYNTAX", op: "A" },
+  { line: "!J 10.0.0.5 active 1", code: "BAD_ARGUMENT" },
+  { line: "!J 10.0.0.5:7420 leader 1", code: "BAD_ARGUMENT" },
+  { line: "!J 10.0.0.5:7420 active -1", code: "BAD_ARGUMENT" },
+  { line: "!B 10.0.0.5:70000 active 1 -", code: "BAD_ARGUMENT" },
+  { line: "!B 10.0.0.5:7420 active 1 nowhere", code: "BAD_ARGUMENT" },
+  { line: "!G 1 k 01 30 x", code: "BAD_TOKEN" },
+  { line: "!G 1 k 5 1.5", code: "BAD_DURATION" },
+  { line: "!G 1 k 5 30 -", code: "BAD_ID" },
+  { line: "!F 1 k\u0001 5", code: "BAD_KEY" },
+  { line: "!h k 5", code: "BAD_SYNTAX" },
+  { line: "!S 1 2 -3", code: "BAD_ARGUMENT" },
+  { line: "!K 18446744073709551616", code: "BAD_ARGUMENT" },
+  { line: "!Z 1", code: "BAD_SYNTAX" },
+  { line: "!", code: "BAD_SYNTAX" },
+];
+
+export const BAD_REPLIES: readonly BadLine[] = [
+  ...BAD_FRAMING,
+  { line: "A k 1099511627777 bad!", code: "BAD_ID", op: "A", key: "k" },
+  { line: "A k -1 job", code: "BAD_TOKEN", op: "A", key: "k", id: "job" },
+  { line: "Y k 18446744073709551616", code: "BAD_TOKEN", op: "Y", key: "k" },
+  { line: "T k 5 6", code: "BAD_SYNTAX", op: "A", key: "k" },
+  { line: "N", code: "BAD_SYNTAX", op: "Y" },
+  { line: "N k\u0002", code: "BAD_KEY", op: "Y" },
+  { line: "R k 2", code: "BAD_ARGUMENT", op: "R", key: "k" },
+  { line: "R k true", code: "BAD_ARGUMENT", op: "R", key: "k" },
+  { line: "X k", code: "BAD_SYNTAX", op: "X", key: "k" },
+  { line: "H x", code: "BAD_SYNTAX", op: "H" },
+  { line: "P \u00e9", code: "BAD_ARGUMENT", op: "P" },
+  { line: "I version", code: "BAD_ARGUMENT", op: "I" },
+  { line: "I =x", code: "BAD_ARGUMENT", op: "I" },
+  { line: "I a=1 a=2", code: "BAD_ARGUMENT", op: "I" },
+  { line: "I a=1  b=2", code: "BAD_ARGUMENT", op: "I" },
+  { line: "M Z k 10.0.0.5:7420", code: "BAD_ARGUMENT", op: "?", key: "k" },
+  { line: "M A k nowhere j", code: "BAD_ARGUMENT", op: "A", key: "k", id: "j" },
+  { line: "M A k", code: "BAD_SYNTAX", op: "A", key: "k" },
+  { line: "E A k NOPE - msg", code: "BAD_ARGUMENT", op: "A", key: "k" },
+  { line: "E A k BAD_KEY bad! msg", code: "BAD_ID", op: "A", key: "k" },
+  { line: "E A k", code: "BAD_SYNTAX", op: "A", key: "k" },
+  { line: "E ! k BAD_KEY - m", code: "BAD_ARGUMENT", key: "k" },
+  { line: "Q", code: "BAD_SYNTAX" },
+  { line: "!J 10.0.0.5:7420 active 1", code: "BAD_SYNTAX" },
+];

@@ -1,0 +1,117 @@
+import type { DecodeError } from "./decode-error.js";
+import { FieldReader, splitFields, unknownVerb, withId } from "./field-reader.js";
+import { isValidAddress } from "./fields.js";
+import type { ProtocolLimits } from "./limits.js";
+import type {
+  HeartbeatFrame,
+  NodeRole,
+  PeerFrame,
+  ReplicatedGrantFrame,
+  SnapshotHolderFrame,
+} from "./peer.js";
+
+function isRole(text: string): text is NodeRole {
+  return text === "active" || text === "standby";
+}
+
+function isActiveField(text: string): boolean {
+  return text === "-" || isValidAddress(text);
+}
+
+// Each case reads its fields left to right (object literals evaluate in order), so the first bad
+// field is the one reported.
+
+/**
+ * Parses a peer frame line (`!` and a verb letter). Errors carry op `?` and key `-`: a peer link has
+ * no requests to match them to, and a client connection refuses peer frames as a whole.
+ */
+export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits): PeerFrame | DecodeError {
+  // The longest frame (`!G`) has 6 fields; one more exposes a surplus.
+  const r = new FieldReader(splitFields(line, 7), "?", limits.maxKeyBytes, false);
+  switch (verb) {
+    case "!J":
+      return (
+        r.expect(4, 4, "!J <node> <role> <epoch>") ??
+        r.result({
+          peer: "J",
+          node: r.argument(1, isValidAddress, "the node address"),
+          role: r.argument(2, isRole, "the role") as NodeRole,
+          epoch: r.u64(3, "the epoch"),
+        })
+      );
+    case "!B": {
+      const wrongCount = r.expect(5, 5, "!B <node> <role> <epoch> <active|->");
+      if (wrongCount) return wrongCount;
+      const node = r.argument(1, isValidAddress, "the node address");
+      const role = r.argument(2, isRole, "the role") as NodeRole;
+      const epoch = r.u64(3, "the epoch");
+      const active = r.argument(4, isActiveField, "the active address");
+      const frame: HeartbeatFrame =
+        active === "-" ? { peer: "B", node, role, epoch } : { peer: "B", node, role, epoch, active };
+      return r.result(frame);
+    }
+    case "!S":
+      return (
+        r.expect(4, 4, "!S <epoch> <seq> <count>") ??
+        r.result({
+          peer: "S",
+          epoch: r.u64(1, "the epoch"),
+          seq: r.u64(2, "seq"),
+          count: r.integer(3, "count"),
+        })
+      );
+    case "!h":
+      return (
+        r.expect(4, 5, "!h <key> <token> <remainingMs> [<id>]") ??
+        r.result(
+          withId<SnapshotHolderFrame>(
+            { peer: "h", key: r.key(1), token: r.token(2), remainingMs: r.milliseconds(3, "remainingMs") },
+            r.id(4),
+          ),
+        )
+      );
+    case "!s":
+      return r.expect(2, 2, "!s <seq>") ?? r.result({ peer: "s", seq: r.u64(1, "seq") });
+    case "!G":
+      return (
+        r.expect(5, 6, "!G <seq> <key> <token> <leaseMs> [<id>]") ??
+        r.result(
+          withId<ReplicatedGrantFrame>(
+            {
+              peer: "G",
+              seq: r.u64(1, "seq"),
+              key: r.key(2),
+              token: r.token(3),
+              leaseMs: r.milliseconds(4, "leaseMs"),
+            },
+            r.id(5),
+          ),
+        )
+      );
+    case "!F":
+      return (
+        r.expect(4, 4, "!F <seq> <key> <token>") ??
+        r.result({ peer: "F", seq: r.u64(1, "seq"), key: r.key(2), token: r.token(3) })
+      );
+    case "!X":
+      return (
+        r.expect(5, 5, "!X <seq> <key> <token> <leaseMs>") ??
+        r.result({
+          peer: "X",
+          seq: r.u64(1, "seq"),
+          key: r.key(2),
+          token: r.token(3),
+          leaseMs: r.milliseconds(4, "leaseMs"),
+        })
+      );
+    case "!P":
+    case "!O":
+      return (
+        r.expect(3, 3, `${verb} <seq> <epoch>`) ??
+        r.result({ peer: verb === "!P" ? "P" : "O", seq: r.u64(1, "seq"), epoch: r.u64(2, "the epoch") })
+      );
+    case "!K":
+      return r.expect(2, 2, "!K <seq>") ?? r.result({ peer: "K", seq: r.u64(1, "seq") });
+  }
+  return unknownVerb(verb);
+}

@@ -1,0 +1,131 @@
+import type { DecodeError } from "./decode-error.js";
+import { FieldReader, splitFields, unknownVerb, verbOf, withId } from "./field-reader.js";
+import { isValidAddress, isValidInfoName, isValidInfoValue, isValidNonce, toMessageText } from "./fields.js";
+import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
+import {
+  ERROR_CODES,
+  type ErrorCode,
+  type ErrorReply,
+  type GrantedReply,
+  type InfoReply,
+  type PongReply,
+  type RedirectReply,
+  type Reply,
+  type RequestOp,
+  type TimedOutReply,
+  type TryBusyReply,
+  type TryGrantedReply,
+} from "./messages.js";
+
+/**
+ * Parses one reply line (without its `\n`) into a reply or a DecodeError. Never throws. A
+ * DecodeError's `op` is the request verb the reply answers (`A` for `A`/`T`, `Y` for `Y`/`N`,
+ * the verb field of `M`/`E`), so a client can still fail the right request.
+ */
+export function parseReplyLine(line: string, limits: ProtocolLimits = DEFAULT_LIMITS): Reply | DecodeError {
+  const verb = verbOf(line);
+  switch (verb) {
+    case "A":
+    case "Y":
+      return parseGrant(reader(line, verb, 5, limits), verb);
+    case "T":
+    case "N":
+      return parseRefusal(reader(line, verb === "T" ? "A" : "Y", 4, limits), verb);
+    case "R":
+    case "X":
+      return parseOutcome(reader(line, verb, 4, limits), verb);
+    case "P":
+      return parsePong(reader(line, "P", 3, limits));
+    case "H":
+      return reader(line, "H", 2, limits).expect(1, 1, "H") ?? { kind: "H" };
+    case "I":
+      return parseInfo(new FieldReader(line.split(" "), "I", limits.maxKeyBytes, true));
+    case "M":
+      return parseRedirect(reader(line, "?", 6, limits));
+    case "E":
+      return parseError(reader(line, "?", 6, limits));
+  }
+  return unknownVerb(verb);
+}
+
+function reader(line: string, op: RequestOp | "?", maxFields: number, limits: ProtocolLimits): FieldReader {
+  return new FieldReader(splitFields(line, maxFields), op, limits.maxKeyBytes, true);
+}
+
+function parseGrant(r: FieldReader, kind: "A" | "Y"): GrantedReply | TryGrantedReply | DecodeError {
+  const wrongCount = r.expect(3, 4, `${kind} <key> <token> [<id>]`, 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const token = r.token(2);
+  return r.result(withId<GrantedReply | TryGrantedReply>({ kind, key, token }, r.id(3)));
+}
+
+function parseRefusal(r: FieldReader, kind: "T" | "N"): TimedOutReply | TryBusyReply | DecodeError {
+  const wrongCount = r.expect(2, 3, `${kind} <key> [<id>]`, 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  return r.result(withId<TimedOutReply | TryBusyReply>({ kind, key }, r.id(2)));
+}
+
+function isFlag(text: string): boolean {
+  return text === "0" || text === "1";
+}
+
+function parseOutcome(r: FieldReader, kind: "R" | "X"): Reply | DecodeError {
+  const wrongCount = r.expect(3, 3, `${kind} <key> 0|1`, 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const done = r.argument(2, isFlag, "the outcome (0 or 1)") === "1";
+  return r.result<Reply>(kind === "R" ? { kind, key, released: done } : { kind, key, extended: done });
+}
+
+function parsePong(r: FieldReader): PongReply | DecodeError {
+  const wrongCount = r.expect(1, 2, "P [<nonce>]");
+  if (wrongCount) return wrongCount;
+  if (r.fields.length === 1) return { kind: "P" };
+  return r.result<PongReply>({ kind: "P", nonce: r.argument(1, isValidNonce, "the nonce") });
+}
+
+function parseInfo(r: FieldReader): InfoReply | DecodeError {
+  const fields = new Map<string, string>();
+  for (let i = 1; i < r.fields.length; i++) {
+    const field = r.fields[i]!;
+    const equals = field.indexOf("=");
+    const name = field.slice(0, equals);
+    const value = field.slice(equals + 1);
+    if (equals < 0 || !isValidInfoName(name) || !isValidInfoValue(value)) {
+      r.fail("BAD_ARGUMENT", "info fields must be <name>=<value>");
+    } else if (fields.has(name)) {
+      // A Map cannot hold both; dropping one silently could hide a server bug.
+      r.fail("BAD_ARGUMENT", `info field ${name} appears twice`);
+    }
+    fields.set(name, value);
+  }
+  return r.result<InfoReply>({ kind: "I", fields });
+}
+
+function parseRedirect(r: FieldReader): RedirectReply | DecodeError {
+  const wrongCount = r.expect(4, 5, "M <verb> <key> <address> [<id>]", 2, 1);
+  if (wrongCount) return wrongCount;
+  const op = r.op(1, false) as RequestOp;
+  const key = r.key(2);
+  const address = r.argument(3, isValidAddress, "the address");
+  return r.result(withId<RedirectReply>({ kind: "M", op, key, address }, r.id(4)));
+}
+
+function isErrorCode(text: string): text is ErrorCode {
+  return Object.hasOwn(ERROR_CODES, text);
+}
+
+function parseError(r: FieldReader): ErrorReply | DecodeError {
+  // The message is the rest of the line and may be empty, with or without the space before it.
+  // Control characters in it are shown as spaces, as the encoder sends them, so it round-trips.
+  const wrongCount = r.expect(5, 6, "E <verb> <key> <code> <id|-> <message>", 2, 1);
+  if (wrongCount) return wrongCount;
+  const op = r.op(1, true);
+  const key = r.key(2);
+  const code = r.argument(3, isErrorCode, "the error code") as ErrorCode;
+  const id = r.fields[4] === "-" ? undefined : r.id(4);
+  const message = toMessageText(r.fields[5] ?? "");
+  return r.result(withId<ErrorReply>({ kind: "E", op, key, code, message }, id));
+}

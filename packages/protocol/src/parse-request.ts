@@ -1,0 +1,96 @@
+import type { DecodeError } from "./decode-error.js";
+import { FieldReader, splitFields, unknownVerb, verbOf, withId } from "./field-reader.js";
+import { isValidNonce, isValidSecret } from "./fields.js";
+import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
+import type {
+  AcquireRequest,
+  ExtendRequest,
+  HelloRequest,
+  PingRequest,
+  ReleaseRequest,
+  Request,
+  RequestOp,
+  TryAcquireRequest,
+} from "./messages.js";
+import { parsePeerLine } from "./parse-peer.js";
+import type { PeerFrame } from "./peer.js";
+
+/**
+ * Parses one request line (without its `\n`; the framing strips a trailing `\r`) into a request,
+ * a peer frame (lines starting with `!`), or the error to answer it with. Never throws. The line
+ * length is the framing's business (LineDecoder); this checks the fields and the key limit.
+ */
+export function parseRequestLine(
+  line: string,
+  limits: ProtocolLimits = DEFAULT_LIMITS,
+): Request | PeerFrame | DecodeError {
+  const verb = verbOf(line);
+  switch (verb) {
+    case "A":
+      return parseAcquire(reader(line, "A", 6, limits));
+    case "Y":
+      return parseTryAcquire(reader(line, "Y", 5, limits));
+    case "R":
+      return parseRelease(reader(line, "R", 4, limits));
+    case "X":
+      return parseExtend(reader(line, "X", 5, limits));
+    case "P":
+      return parsePing(reader(line, "P", 3, limits));
+    case "H":
+      return parseHello(reader(line, "H", 3, limits));
+    case "I":
+      return reader(line, "I", 2, limits).expect(1, 1, "I") ?? { op: "I" };
+  }
+  if (verb.length === 2 && verb.charCodeAt(0) === 0x21) return parsePeerLine(line, verb, limits);
+  return unknownVerb(verb);
+}
+
+// One more field than the longest form, so that a surplus field shows up as a wrong count.
+function reader(line: string, op: RequestOp, maxFields: number, limits: ProtocolLimits): FieldReader {
+  return new FieldReader(splitFields(line, maxFields), op, limits.maxKeyBytes, true);
+}
+
+function parseAcquire(r: FieldReader): AcquireRequest | DecodeError {
+  const wrongCount = r.expect(4, 5, "A <key> <lease> <wait> [<id>]", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const leaseMs = r.seconds(2, "lease");
+  const waitMs = r.seconds(3, "wait");
+  return r.result(withId<AcquireRequest>({ op: "A", key, leaseMs, waitMs }, r.id(4)));
+}
+
+function parseTryAcquire(r: FieldReader): TryAcquireRequest | DecodeError {
+  const wrongCount = r.expect(3, 4, "Y <key> <lease> [<id>]", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const leaseMs = r.seconds(2, "lease");
+  return r.result(withId<TryAcquireRequest>({ op: "Y", key, leaseMs }, r.id(3)));
+}
+
+function parseRelease(r: FieldReader): ReleaseRequest | DecodeError {
+  const wrongCount = r.expect(3, 3, "R <key> <token>", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  return r.result<ReleaseRequest>({ op: "R", key, token: r.token(2) });
+}
+
+function parseExtend(r: FieldReader): ExtendRequest | DecodeError {
+  const wrongCount = r.expect(4, 4, "X <key> <token> <lease>", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const token = r.token(2);
+  return r.result<ExtendRequest>({ op: "X", key, token, leaseMs: r.seconds(3, "lease") });
+}
+
+function parsePing(r: FieldReader): PingRequest | DecodeError {
+  const wrongCount = r.expect(1, 2, "P [<nonce>]");
+  if (wrongCount) return wrongCount;
+  if (r.fields.length === 1) return { op: "P" };
+  return r.result<PingRequest>({ op: "P", nonce: r.argument(1, isValidNonce, "the nonce") });
+}
+
+function parseHello(r: FieldReader): HelloRequest | DecodeError {
+  const wrongCount = r.expect(2, 2, "H <secret>");
+  if (wrongCount) return wrongCount;
+  return r.result<HelloRequest>({ op: "H", secret: r.argument(1, isValidSecret, "the secret") });
+}

@@ -1,0 +1,121 @@
+/**
+ * Peer frames: node-to-node messages on cluster links (docs/protocol.md, "Peer frames"). On the wire
+ * each starts with `!` and its verb; here they are discriminated by `peer`. Tokens, epochs and
+ * replication sequence numbers are u64 `bigint`s; durations are integer milliseconds *remaining*,
+ * never wall-clock times, because the two machines' clocks differ.
+ *
+ * Ordering: on one link, frames apply in the order sent. `seq` numbers the replication stream so a
+ * standby can acknowledge (`!K`) everything up to a point and the active can tell what it missed.
+ */
+
+export type PeerVerb = "J" | "B" | "S" | "h" | "s" | "G" | "F" | "X" | "P" | "O" | "K";
+
+export type NodeRole = "active" | "standby";
+
+/** `!J`: the first frame on a peer link (after `H` when the cluster has a secret). */
+export interface JoinFrame {
+  readonly peer: "J";
+  /** The sender's advertised `host:port`. */
+  readonly node: string;
+  readonly role: NodeRole;
+  readonly epoch: bigint;
+}
+
+/** `!B`: heartbeat, sent every heartbeat interval in both directions. */
+export interface HeartbeatFrame {
+  readonly peer: "B";
+  readonly node: string;
+  readonly role: NodeRole;
+  readonly epoch: bigint;
+  /** The active the sender knows of; absent (`-` on the wire) when it knows none. */
+  readonly active?: string;
+}
+
+/** `!S`: snapshot begin; `count` `!h` frames follow, then `!s`. */
+export interface SnapshotBeginFrame {
+  readonly peer: "S";
+  readonly epoch: bigint;
+  /** The replication sequence the snapshot covers. */
+  readonly seq: bigint;
+  readonly count: number;
+}
+
+/** `!h`: one holder in a snapshot. */
+export interface SnapshotHolderFrame {
+  readonly peer: "h";
+  readonly key: string;
+  readonly token: bigint;
+  readonly remainingMs: number;
+  readonly id?: string;
+}
+
+/** `!s`: snapshot end. */
+export interface SnapshotEndFrame {
+  readonly peer: "s";
+  readonly seq: bigint;
+}
+
+/** `!G`: a replicated grant. */
+export interface ReplicatedGrantFrame {
+  readonly peer: "G";
+  readonly seq: bigint;
+  readonly key: string;
+  readonly token: bigint;
+  readonly leaseMs: number;
+  readonly id?: string;
+}
+
+/** `!F`: a replicated free (release or lease expiry). */
+export interface ReplicatedFreeFrame {
+  readonly peer: "F";
+  readonly seq: bigint;
+  readonly key: string;
+  readonly token: bigint;
+}
+
+/** `!X`: a replicated extension; the lease is `leaseMs` from receipt. */
+export interface ReplicatedExtendFrame {
+  readonly peer: "X";
+  readonly seq: bigint;
+  readonly key: string;
+  readonly token: bigint;
+  readonly leaseMs: number;
+}
+
+/** `!P`: the active moved to a new epoch. */
+export interface NewEpochFrame {
+  readonly peer: "P";
+  readonly seq: bigint;
+  readonly epoch: bigint;
+}
+
+/** `!O`: handoff; the receiver is the successor and promotes with an epoch above `epoch`. */
+export interface HandoffFrame {
+  readonly peer: "O";
+  readonly seq: bigint;
+  readonly epoch: bigint;
+}
+
+/** `!K`: acknowledges everything up to and including `seq`. */
+export interface AckFrame {
+  readonly peer: "K";
+  readonly seq: bigint;
+}
+
+export type PeerFrame =
+  | JoinFrame
+  | HeartbeatFrame
+  | SnapshotBeginFrame
+  | SnapshotHolderFrame
+  | SnapshotEndFrame
+  | ReplicatedGrantFrame
+  | ReplicatedFreeFrame
+  | ReplicatedExtendFrame
+  | NewEpochFrame
+  | HandoffFrame
+  | AckFrame;
+
+/** Distinguishes peer frames from requests in what a RequestDecoder yields. */
+export function isPeerFrame(frame: object): frame is PeerFrame {
+  return "peer" in frame;
+}

@@ -1,0 +1,299 @@
+import type { Clock } from "./clock.js";
+import { DeadlineHeap } from "./deadline-heap.js";
+import { KeyState, Session, Waiter } from "./records.js";
+import type { TokenIssuer } from "./token-issuer.js";
+
+/**
+ * The lock engine: a deterministic state machine. Requests come in as method calls, time comes in
+ * through the `Clock`, and deferred outcomes (a queued acquire granted or timed out) go out through
+ * `EngineEvents`. It opens no sockets and sets no timers: the adapter calls `tick()` when
+ * `nextDeadline()` is reached.
+ *
+ * Ordering rules: every method runs to completion before it emits anything, and events are emitted
+ * synchronously in the order the state changed. An event handler may call back into the engine.
+ *
+ * `P` is the adapter's payload for a queued acquire (for lockd: the connection and request),
+ * handed back in `granted` / `timedOut`.
+ */
+export interface EngineEvents<P> {
+  /** A queued acquire was granted: the key was released or its lease expired. */
+  granted(payload: P, key: string, token: bigint, id: string | undefined, waitedMs: number): void;
+  /** A queued acquire's wait ran out; it was removed and will never be granted. */
+  timedOut(payload: P, key: string, id: string | undefined): void;
+}
+
+/** Every change to the holder table, in order: what the cluster replicates to standbys. */
+export interface EngineJournal {
+  grant(key: string, token: bigint, leaseMs: number, id: string | undefined): void;
+  free(key: string, token: bigint, cause: "release" | "expiry"): void;
+  extend(key: string, token: bigint, leaseMs: number): void;
+}
+
+export interface EngineLimits {
+  /** Queued acquires per key; more get `TOO_MANY_WAITERS`. */
+  readonly maxWaitersPerKey: number;
+  /** Keys held at once; an acquire of another key gets `TOO_MANY_KEYS`. */
+  readonly maxKeys: number;
+}
+
+export const DEFAULT_ENGINE_LIMITS: EngineLimits = { maxWaitersPerKey: 10_000, maxKeys: 5_000_000 };
+
+export interface AcquireInput<P> {
+  readonly key: string;
+  readonly leaseMs: number;
+  /** 0 waits forever. */
+  readonly waitMs: number;
+  readonly id?: string | undefined;
+  readonly payload: P;
+}
+
+export type AcquireOutcome<P> =
+  /** `replayed`: a retry of the acquire that already holds the key (same id): same token. */
+  | { readonly status: "granted"; readonly token: bigint; readonly replayed: boolean }
+  /** Queued. `displaced`: the payload of an earlier try of the same id, whose place this one took. */
+  | { readonly status: "queued"; readonly displaced: P | undefined }
+  | { readonly status: "rejected"; readonly code: "TOO_MANY_WAITERS" | "TOO_MANY_KEYS" };
+
+export type TryAcquireOutcome =
+  | { readonly status: "granted"; readonly token: bigint; readonly replayed: boolean }
+  | { readonly status: "busy" }
+  | { readonly status: "rejected"; readonly code: "TOO_MANY_KEYS" };
+
+export interface EngineCounters {
+  grants: number;
+  handoffs: number;
+  releases: number;
+  staleReleases: number;
+  extensions: number;
+  expiries: number;
+  timeouts: number;
+}
+
+export class LockEngine<P> {
+  readonly #keys = new Map<string, KeyState<P>>();
+  readonly #heap = new DeadlineHeap<KeyState<P> | Waiter<P>>();
+  readonly #clock: Clock;
+  readonly #tokens: TokenIssuer;
+  readonly #events: EngineEvents<P>;
+  readonly #journal: EngineJournal | undefined;
+  readonly #limits: EngineLimits;
+  #waiters = 0;
+  readonly counters: EngineCounters = {
+    grants: 0,
+    handoffs: 0,
+    releases: 0,
+    staleReleases: 0,
+    extensions: 0,
+    expiries: 0,
+    timeouts: 0,
+  };
+
+  constructor(options: {
+    clock: Clock;
+    tokens: TokenIssuer;
+    events: EngineEvents<P>;
+    journal?: EngineJournal;
+    limits?: Partial<EngineLimits>;
+  }) {
+    this.#clock = options.clock;
+    this.#tokens = options.tokens;
+    this.#events = options.events;
+    this.#journal = options.journal;
+    this.#limits = { ...DEFAULT_ENGINE_LIMITS, ...options.limits };
+  }
+
+  /** Keys currently held. */
+  get keyCount(): number {
+    return this.#keys.size;
+  }
+
+  /** Acquires queued across all keys. */
+  get waiterCount(): number {
+    return this.#waiters;
+  }
+
+  get epoch(): bigint {
+    return this.#tokens.epoch;
+  }
+
+  openSession(): Session<P> {
+    return new Session<P>();
+  }
+
+  /** Drops the session's queued acquires without events (their connection is gone). */
+  closeSession(session: Session<P>): number {
+    session.closed = true;
+    let dropped = 0;
+    for (let waiter = session.head; waiter; waiter = session.head) {
+      this.#dropWaiter(waiter);
+      dropped += 1;
+    }
+    return dropped;
+  }
+
+  acquire(session: Session<P>, input: AcquireInput<P>): AcquireOutcome<P> {
+    const state = this.#keys.get(input.key);
+    if (state === undefined) {
+      const token = this.#grantFree(input.key, input.leaseMs, input.id);
+      return token === undefined
+        ? { status: "rejected", code: "TOO_MANY_KEYS" }
+        : { status: "granted", token, replayed: false };
+    }
+    if (input.id !== undefined) {
+      if (state.holderId === input.id) return { status: "granted", token: state.token, replayed: true };
+      const earlier = state.waitersById?.get(input.id);
+      if (earlier !== undefined)
+        return { status: "queued", displaced: this.#rebind(earlier, session, input) };
+    }
+    if (state.waiterCount >= this.#limits.maxWaitersPerKey)
+      return { status: "rejected", code: "TOO_MANY_WAITERS" };
+    const now = this.#clock.now();
+    const waiter = new Waiter(state, session, input.payload, input.leaseMs, input.id, now);
+    state.enqueue(waiter);
+    session.add(waiter);
+    this.#waiters += 1;
+    if (input.waitMs > 0) this.#heap.schedule(waiter, now + input.waitMs);
+    return { status: "queued", displaced: undefined };
+  }
+
+  /** Grants only if the key is free right now; never queues. */
+  tryAcquire(key: string, leaseMs: number, id?: string): TryAcquireOutcome {
+    const state = this.#keys.get(key);
+    if (state !== undefined) {
+      if (id !== undefined && state.holderId === id)
+        return { status: "granted", token: state.token, replayed: true };
+      return { status: "busy" };
+    }
+    const token = this.#grantFree(key, leaseMs, id);
+    return token === undefined
+      ? { status: "rejected", code: "TOO_MANY_KEYS" }
+      : { status: "granted", token, replayed: false };
+  }
+
+  /** Releases `key` if `token` holds it, handing it to the queue's head. False if it did not. */
+  release(key: string, token: bigint): boolean {
+    const state = this.#keys.get(key);
+    if (state === undefined || state.token !== token) {
+      this.counters.staleReleases += 1;
+      return false;
+    }
+    this.counters.releases += 1;
+    this.#journal?.free(key, token, "release");
+    this.#handOff(state);
+    return true;
+  }
+
+  /** Sets the lease of `token` to `leaseMs` from now. False if the token no longer holds `key`. */
+  extend(key: string, token: bigint, leaseMs: number): boolean {
+    const state = this.#keys.get(key);
+    if (state === undefined || state.token !== token) return false;
+    this.counters.extensions += 1;
+    this.#heap.schedule(state, this.#clock.now() + leaseMs);
+    this.#journal?.extend(key, token, leaseMs);
+    return true;
+  }
+
+  /**
+   * Withdraws the queued acquire `id` of `key` (the client gave up, e.g. an AbortSignal).
+   * Returns its payload, or undefined if no such waiter (it may have been granted already).
+   */
+  cancel(key: string, id: string): P | undefined {
+    const waiter = this.#keys.get(key)?.waitersById?.get(id);
+    if (waiter === undefined) return undefined;
+    this.#dropWaiter(waiter);
+    return waiter.payload;
+  }
+
+  /** The session's queued acquires (key and id), e.g. to redirect them before a handoff. */
+  sessionWaiters(session: Session<P>): Array<{ key: string; id: string | undefined }> {
+    const waiters: Array<{ key: string; id: string | undefined }> = [];
+    for (let w = session.head; w; w = w.sessionNext) waiters.push({ key: w.state.key, id: w.id });
+    return waiters;
+  }
+
+  /** When `tick()` next has work: the earliest lease or wait deadline, if any. */
+  nextDeadline(): number | undefined {
+    return this.#heap.peek()?.deadline;
+  }
+
+  /** Expires every lease and wait whose deadline has passed, in deadline order. */
+  tick(): void {
+    const now = this.#clock.now();
+    for (let entry = this.#heap.popDue(now); entry; entry = this.#heap.popDue(now)) {
+      if (entry instanceof KeyState) {
+        this.counters.expiries += 1;
+        this.#journal?.free(entry.key, entry.token, "expiry");
+        this.#handOff(entry);
+      } else {
+        this.counters.timeouts += 1;
+        this.#dropWaiter(entry);
+        this.#events.timedOut(entry.payload, entry.state.key, entry.id);
+      }
+    }
+  }
+
+  /** The holder of `key`, for status and snapshots. */
+  holder(key: string): { token: bigint; remainingMs: number; id: string | undefined } | undefined {
+    const state = this.#keys.get(key);
+    if (state === undefined) return undefined;
+    return { token: state.token, remainingMs: state.deadline - this.#clock.now(), id: state.holderId };
+  }
+
+  /** Queued waiters' payloads of `key`, head first. */
+  queue(key: string): P[] {
+    const payloads: P[] = [];
+    for (let w = this.#keys.get(key)?.head; w; w = w.next) payloads.push(w.payload);
+    return payloads;
+  }
+
+  #grantFree(key: string, leaseMs: number, id: string | undefined): bigint | undefined {
+    if (this.#keys.size >= this.#limits.maxKeys) return undefined;
+    const token = this.#tokens.next();
+    const state = new KeyState<P>(key, token, id);
+    this.#keys.set(key, state);
+    this.#heap.schedule(state, this.#clock.now() + leaseMs);
+    this.counters.grants += 1;
+    this.#journal?.grant(key, token, leaseMs, id);
+    return token;
+  }
+
+  /** The key was freed: the queue's head gets it now with a new token, or the key is forgotten. */
+  #handOff(state: KeyState<P>): void {
+    const next = state.head;
+    if (next === undefined) {
+      this.#heap.remove(state);
+      this.#keys.delete(state.key);
+      return;
+    }
+    this.#dropWaiter(next);
+    const token = this.#tokens.next();
+    const now = this.#clock.now();
+    state.token = token;
+    state.holderId = next.id;
+    this.#heap.schedule(state, now + next.leaseMs);
+    this.counters.grants += 1;
+    this.counters.handoffs += 1;
+    this.#journal?.grant(state.key, token, next.leaseMs, next.id);
+    this.#events.granted(next.payload, state.key, token, next.id, now - next.queuedAt);
+  }
+
+  /** A retry of a queued acquire (same id) takes over the waiter: its place, new connection. */
+  #rebind(waiter: Waiter<P>, session: Session<P>, input: AcquireInput<P>): P {
+    const displaced = waiter.payload;
+    waiter.session.remove(waiter);
+    waiter.session = session;
+    session.add(waiter);
+    waiter.payload = input.payload;
+    waiter.leaseMs = input.leaseMs;
+    if (input.waitMs > 0) this.#heap.schedule(waiter, this.#clock.now() + input.waitMs);
+    else this.#heap.remove(waiter);
+    return displaced;
+  }
+
+  #dropWaiter(waiter: Waiter<P>): void {
+    waiter.state.unlink(waiter);
+    waiter.session.remove(waiter);
+    this.#heap.remove(waiter);
+    this.#waiters -= 1;
+  }
+}

@@ -1,0 +1,16 @@
+export type { Clock } from "./clock.js";
+export { ManualClock, monotonicClock } from "./clock.js";
+export type { DeadlineEntry } from "./deadline-heap.js";
+export { DeadlineHeap } from "./deadline-heap.js";
+export type {
+  AcquireInput,
+  AcquireOutcome,
+  EngineCounters,
+  EngineEvents,
+  EngineJournal,
+  EngineLimits,
+  TryAcquireOutcome,
+} from "./engine.js";
+export { DEFAULT_ENGINE_LIMITS, LockEngine } from "./engine.js";
+export type { Session } from "./records.js";
+export { TokenIssuer } from "./token-issuer.js";

@@ -1,0 +1,99 @@
+import type { DeadlineEntry } from "./deadline-heap.js";
+
+/**
+ * The engine's per-key and per-waiter records. They are plain mutable classes (not immutable
+ * values) because memory per held lock is a product target: one object per held key, one per
+ * queued waiter, and intrusive linked lists instead of side arrays or sets.
+ */
+
+/** Scheduling tie-break: at the same instant a lease expiry is handled before a wait timeout. */
+const LEASE_ORDER = 0;
+const WAIT_ORDER = 1;
+
+/** A held key: its holder, lease deadline and FIFO queue of waiters. Exists only while held. */
+export class KeyState<P> implements DeadlineEntry {
+  readonly order = LEASE_ORDER;
+  deadline = 0;
+  heapIndex = -1;
+  head: Waiter<P> | undefined = undefined;
+  tail: Waiter<P> | undefined = undefined;
+  waiterCount = 0;
+  /** Queued waiters by request id; created on the first waiter that carries an id. */
+  waitersById: Map<string, Waiter<P>> | undefined = undefined;
+
+  constructor(
+    readonly key: string,
+    public token: bigint,
+    public holderId: string | undefined,
+  ) {}
+
+  enqueue(waiter: Waiter<P>): void {
+    waiter.prev = this.tail;
+    waiter.next = undefined;
+    if (this.tail) this.tail.next = waiter;
+    else this.head = waiter;
+    this.tail = waiter;
+    this.waiterCount += 1;
+    if (waiter.id !== undefined) {
+      this.waitersById ??= new Map();
+      this.waitersById.set(waiter.id, waiter);
+    }
+  }
+
+  unlink(waiter: Waiter<P>): void {
+    if (waiter.prev) waiter.prev.next = waiter.next;
+    else this.head = waiter.next;
+    if (waiter.next) waiter.next.prev = waiter.prev;
+    else this.tail = waiter.prev;
+    waiter.prev = waiter.next = undefined;
+    this.waiterCount -= 1;
+    if (waiter.id !== undefined) this.waitersById?.delete(waiter.id);
+  }
+}
+
+/** A queued acquire. Belongs to one key's queue and one session's list at a time. */
+export class Waiter<P> implements DeadlineEntry {
+  readonly order = WAIT_ORDER;
+  deadline = Number.POSITIVE_INFINITY;
+  heapIndex = -1;
+  prev: Waiter<P> | undefined = undefined;
+  next: Waiter<P> | undefined = undefined;
+  sessionPrev: Waiter<P> | undefined = undefined;
+  sessionNext: Waiter<P> | undefined = undefined;
+
+  constructor(
+    readonly state: KeyState<P>,
+    public session: Session<P>,
+    public payload: P,
+    public leaseMs: number,
+    readonly id: string | undefined,
+    /** Clock time the acquire was queued, for the wait-time metric. */
+    public queuedAt: number,
+  ) {}
+}
+
+/**
+ * A client connection as the engine sees it: the waiters to drop when it closes. Held locks are
+ * not tied to a session (a client may release over another connection); leases cover dead holders.
+ */
+export class Session<P> {
+  head: Waiter<P> | undefined = undefined;
+  waiterCount = 0;
+  closed = false;
+
+  add(waiter: Waiter<P>): void {
+    waiter.sessionPrev = undefined;
+    waiter.sessionNext = this.head;
+    if (this.head) this.head.sessionPrev = waiter;
+    this.head = waiter;
+    this.waiterCount += 1;
+  }
+
+  remove(waiter: Waiter<P>): void {
+    if (waiter.sessionPrev) waiter.sessionPrev.sessionNext = waiter.sessionNext;
+    else this.head = waiter.sessionNext;
+    if (waiter.sessionNext) waiter.sessionNext.sessionPrev = waiter.sessionPrev;
+    waiter.sessionPrev = waiter.sessionNext = undefined;
+    this.waiterCount -= 1;
+  }
+}

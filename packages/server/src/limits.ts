@@ -1,0 +1,59 @@
+import { DEFAULT_LIMITS } from "@lock/protocol";
+import { DEFAULT_ENGINE_LIMITS } from "./engine/engine.js";
+
+/**
+ * Every limit lockd enforces, with its default. Each one has an error code a client sees when it
+ * is hit (docs/protocol.md) and a flag in lockd (docs/operations.md).
+ */
+export interface ServerLimits {
+  /** Longest request line in bytes (`LINE_TOO_LONG`). */
+  readonly maxLineBytes: number;
+  /** Longest key in UTF-8 bytes (`KEY_TOO_LONG`). */
+  readonly maxKeyBytes: number;
+  /** Longest lease a client may ask for (`LEASE_OUT_OF_RANGE`). */
+  readonly maxLeaseMs: number;
+  /** Longest bounded wait (`WAIT_OUT_OF_RANGE`); `wait 0` (forever) is always allowed. */
+  readonly maxWaitMs: number;
+  /** Queued acquires per connection (`TOO_MANY_REQUESTS`). */
+  readonly maxPendingPerConnection: number;
+  /** Queued acquires per key (`TOO_MANY_WAITERS`). */
+  readonly maxWaitersPerKey: number;
+  /** Keys held at once (`TOO_MANY_KEYS`). */
+  readonly maxKeys: number;
+  /** Open client connections (`TOO_MANY_CONNECTIONS`). */
+  readonly maxConnections: number;
+  /** A connection with nothing received and nothing queued for this long is closed (`IDLE_TIMEOUT`). 0 = never. */
+  readonly idleTimeoutMs: number;
+  /** With an auth token, a connection must authenticate within this time (`AUTH_TIMEOUT`). */
+  readonly authTimeoutMs: number;
+  /** Bytes of replies buffered for a slow reader before the server stops reading its requests. */
+  readonly writeHighWaterBytes: number;
+}
+
+const HOUR_MS = 3_600_000;
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
+  maxLineBytes: DEFAULT_LIMITS.maxLineBytes,
+  maxKeyBytes: DEFAULT_LIMITS.maxKeyBytes,
+  maxLeaseMs: 24 * HOUR_MS,
+  maxWaitMs: 24 * HOUR_MS,
+  maxPendingPerConnection: 10_000,
+  maxWaitersPerKey: DEFAULT_ENGINE_LIMITS.maxWaitersPerKey,
+  maxKeys: DEFAULT_ENGINE_LIMITS.maxKeys,
+  maxConnections: 10_000,
+  idleTimeoutMs: 10 * 60_000,
+  authTimeoutMs: 10_000,
+  writeHighWaterBytes: 1 << 20,
+});
+
+export function resolveLimits(overrides: Partial<ServerLimits> = {}): ServerLimits {
+  const limits = { ...DEFAULT_SERVER_LIMITS };
+  for (const [name, value] of Object.entries(overrides)) {
+    if (value === undefined) continue;
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw new RangeError(`limit ${name} must be a non-negative integer, got ${value}`);
+    }
+    (limits as Record<string, number>)[name] = value;
+  }
+  return limits;
+}

@@ -1,0 +1,323 @@
+import type { Socket } from "node:net";
+import {
+  type DecodeError,
+  type ErrorCode,
+  encodeReply,
+  FATAL_CODES,
+  isDecodeError,
+  isPeerFrame,
+  type PeerFrame,
+  type ProtocolLimits,
+  type Reply,
+  type Request,
+  RequestDecoder,
+  type RequestOp,
+} from "@lock/protocol";
+import type { Session } from "../engine/records.js";
+import type { ServerLimits } from "../limits.js";
+import type { AcquireSink, LockNode } from "../node.js";
+import type { SecretChecker } from "./auth.js";
+
+/** What every connection shares: the node, the limits and the server-wide facts for `I`. */
+export interface ConnectionContext {
+  readonly node: LockNode;
+  readonly limits: ServerLimits;
+  readonly protocolLimits: ProtocolLimits;
+  readonly auth: SecretChecker | undefined;
+  readonly version: string;
+  connectionCount(): number;
+  /** Called once when the connection is gone, whatever closed it. */
+  onClose(connection: ClientConnection): void;
+}
+
+/**
+ * One client connection: decodes pipelined requests, runs them against the node, and writes
+ * replies in batches (one socket write per event-loop turn). Replies to queued acquires arrive
+ * later through `AcquireSink`, in any order relative to other replies.
+ *
+ * Backpressure: when the client stops reading and the unsent replies pass `writeHighWaterBytes`,
+ * the connection stops reading requests until the socket drains, so a client that never reads
+ * cannot grow the server's memory.
+ */
+export class ClientConnection implements AcquireSink {
+  readonly #socket: Socket;
+  readonly #ctx: ConnectionContext;
+  readonly #decoder: RequestDecoder;
+  readonly #session: Session<AcquireSink>;
+  #authenticated: boolean;
+  #pending = 0;
+  #out = "";
+  #flushScheduled = false;
+  #closing = false;
+  #closed = false;
+  #authTimer: NodeJS.Timeout | undefined;
+
+  constructor(socket: Socket, ctx: ConnectionContext) {
+    this.#socket = socket;
+    this.#ctx = ctx;
+    this.#decoder = new RequestDecoder(ctx.protocolLimits);
+    this.#session = ctx.node.engine.openSession();
+    this.#authenticated = ctx.auth === undefined;
+    socket.setNoDelay(true);
+    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
+    socket.on("drain", () => socket.resume());
+    socket.on("error", () => {
+      // A reset or broken pipe: 'close' follows and cleans up.
+    });
+    socket.on("close", () => this.#onClose());
+    if (ctx.limits.idleTimeoutMs > 0) {
+      socket.setTimeout(ctx.limits.idleTimeoutMs, () => this.#onIdle());
+    }
+    if (!this.#authenticated && ctx.limits.authTimeoutMs > 0) {
+      this.#authTimer = setTimeout(
+        () => this.#fail("?", "-", undefined, "AUTH_TIMEOUT", "no successful H before the auth timeout"),
+        ctx.limits.authTimeoutMs,
+      );
+    }
+  }
+
+  /** Queued acquires of this connection. */
+  get pendingCount(): number {
+    return this.#pending;
+  }
+
+  get remoteAddress(): string {
+    return `${this.#socket.remoteAddress}:${this.#socket.remotePort}`;
+  }
+
+  granted(key: string, token: bigint, id: string | undefined): void {
+    this.#pending -= 1;
+    this.#send(id === undefined ? { kind: "A", key, token } : { kind: "A", key, token, id });
+  }
+
+  timedOut(key: string, id: string | undefined): void {
+    this.#pending -= 1;
+    this.#send(id === undefined ? { kind: "T", key } : { kind: "T", key, id });
+  }
+
+  /** A retry of one of our queued acquires (same id) took its place on another connection. */
+  displaced(): void {
+    this.#pending -= 1;
+  }
+
+  /**
+   * Stops serving this connection: every queued acquire is answered with `code` (so the client
+   * retries elsewhere), then the connection is closed once the replies are written.
+   */
+  shutdown(code: ErrorCode, message: string): void {
+    if (this.#closing) return;
+    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
+      this.#send({ kind: "E", op: "A", key, ...(id === undefined ? {} : { id }), code, message });
+    }
+    this.#ctx.node.engine.closeSession(this.#session);
+    this.#pending = 0;
+    this.#closing = true;
+    this.#flush();
+    this.#socket.end();
+  }
+
+  /** Closes at once, without replies (server stop after the shutdown grace). */
+  destroy(): void {
+    this.#socket.destroy();
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#closing) return;
+    for (const frame of this.#decoder.push(chunk)) {
+      if (this.#closing) break;
+      if (isDecodeError(frame)) this.#replyDecodeError(frame);
+      else if (isPeerFrame(frame)) this.#handlePeerFrame(frame);
+      else this.#handle(frame);
+    }
+    this.#ctx.node.afterRequests();
+  }
+
+  #handle(request: Request): void {
+    const observer = this.#ctx.node.observer;
+    observer.request(request.op);
+    if (!this.#authenticated && request.op !== "H" && request.op !== "P") {
+      const key = "key" in request ? request.key : "-";
+      const id = "id" in request ? request.id : undefined;
+      this.#error(request.op, key, id, "NOT_AUTHENTICATED", "authenticate first with H <secret>");
+      return;
+    }
+    const engine = this.#ctx.node.engine;
+    switch (request.op) {
+      case "A": {
+        const { key, id } = request;
+        if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
+        if (request.waitMs > this.#ctx.limits.maxWaitMs) {
+          this.#error(
+            "A",
+            key,
+            id,
+            "WAIT_OUT_OF_RANGE",
+            `wait must be at most ${this.#ctx.limits.maxWaitMs / 1000} s`,
+          );
+          return;
+        }
+        if (this.#pending >= this.#ctx.limits.maxPendingPerConnection) {
+          this.#error("A", key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
+          return;
+        }
+        const outcome = engine.acquire(this.#session, {
+          key,
+          leaseMs: request.leaseMs,
+          waitMs: request.waitMs,
+          id,
+          payload: this,
+        });
+        if (outcome.status === "granted") {
+          if (!outcome.replayed) observer.granted(0);
+          this.#send(
+            id === undefined
+              ? { kind: "A", key, token: outcome.token }
+              : { kind: "A", key, token: outcome.token, id },
+          );
+        } else if (outcome.status === "queued") {
+          this.#pending += 1;
+          (outcome.displaced as ClientConnection | undefined)?.displaced();
+        } else {
+          this.#error(
+            "A",
+            key,
+            id,
+            outcome.code,
+            outcome.code === "TOO_MANY_KEYS"
+              ? "the server holds too many keys"
+              : "the key's wait queue is full",
+          );
+        }
+        return;
+      }
+      case "Y": {
+        const { key, id } = request;
+        if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
+        const outcome = engine.tryAcquire(key, request.leaseMs, id);
+        if (outcome.status === "granted") {
+          if (!outcome.replayed) observer.granted(0);
+          this.#send(
+            id === undefined
+              ? { kind: "Y", key, token: outcome.token }
+              : { kind: "Y", key, token: outcome.token, id },
+          );
+        } else if (outcome.status === "busy") {
+          this.#send(id === undefined ? { kind: "N", key } : { kind: "N", key, id });
+        } else this.#error("Y", key, id, outcome.code, "the server holds too many keys");
+        return;
+      }
+      case "R":
+        this.#send({ kind: "R", key: request.key, released: engine.release(request.key, request.token) });
+        return;
+      case "X":
+        if (!this.#leaseInRange("X", request.key, undefined, request.leaseMs)) return;
+        this.#send({
+          kind: "X",
+          key: request.key,
+          extended: engine.extend(request.key, request.token, request.leaseMs),
+        });
+        return;
+      case "P":
+        this.#send(request.nonce === undefined ? { kind: "P" } : { kind: "P", nonce: request.nonce });
+        return;
+      case "H":
+        if (this.#ctx.auth !== undefined && !this.#ctx.auth.matches(request.secret)) {
+          this.#error("H", "-", undefined, "AUTH_FAILED", "wrong secret");
+          return;
+        }
+        this.#authenticated = true;
+        if (this.#authTimer) clearTimeout(this.#authTimer);
+        this.#send({ kind: "H" });
+        return;
+      case "I":
+        this.#send({ kind: "I", fields: this.#info() });
+        return;
+    }
+  }
+
+  #leaseInRange(op: RequestOp, key: string, id: string | undefined, leaseMs: number): boolean {
+    if (leaseMs > 0 && leaseMs <= this.#ctx.limits.maxLeaseMs) return true;
+    this.#error(
+      op,
+      key,
+      id,
+      "LEASE_OUT_OF_RANGE",
+      `lease must be above 0 and at most ${this.#ctx.limits.maxLeaseMs / 1000} s`,
+    );
+    return false;
+  }
+
+  #info(): Map<string, string> {
+    const node = this.#ctx.node;
+    return new Map([
+      ["version", this.#ctx.version],
+      ["role", node.role],
+      ["node", node.advertise],
+      ["active", node.activeAddress ?? "-"],
+      ["epoch", node.epoch.toString()],
+      ["keys", String(node.engine.keyCount)],
+      ["waiters", String(node.engine.waiterCount)],
+      ["connections", String(this.#ctx.connectionCount())],
+      ["uptime_ms", String(node.uptimeMs)],
+    ]);
+  }
+
+  #handlePeerFrame(_frame: PeerFrame): void {
+    this.#error("?", "-", undefined, "BAD_SYNTAX", "peer frames are only accepted on cluster links");
+  }
+
+  #replyDecodeError(error: DecodeError): void {
+    this.#error(error.op, error.key, error.id, error.code, error.message);
+  }
+
+  #error(op: RequestOp | "?", key: string, id: string | undefined, code: ErrorCode, message: string): void {
+    this.#ctx.node.observer.error(code);
+    this.#send(
+      id === undefined ? { kind: "E", op, key, code, message } : { kind: "E", op, key, id, code, message },
+    );
+  }
+
+  /** Sends a connection-ending error and closes once it is written. */
+  #fail(op: RequestOp | "?", key: string, id: string | undefined, code: ErrorCode, message: string): void {
+    if (this.#closing) return;
+    this.#error(op, key, id, code, message);
+    this.#ctx.node.engine.closeSession(this.#session);
+    this.#closing = true;
+    this.#flush();
+    this.#socket.end();
+  }
+
+  #onIdle(): void {
+    // A client waiting for a lock is not idle, however long the wait.
+    if (this.#pending > 0) return;
+    this.#fail("?", "-", undefined, "IDLE_TIMEOUT", "no request for the idle timeout");
+  }
+
+  #send(reply: Reply): void {
+    if (this.#closed) return;
+    this.#out += encodeReply(reply);
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      process.nextTick(this.#flush);
+    }
+    if (reply.kind === "E" && FATAL_CODES.has(reply.code)) this.#flush();
+  }
+
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    if (this.#out.length === 0 || this.#closed) return;
+    const out = this.#out;
+    this.#out = "";
+    this.#socket.write(out);
+    if (this.#socket.writableLength > this.#ctx.limits.writeHighWaterBytes) this.#socket.pause();
+  };
+
+  #onClose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#authTimer) clearTimeout(this.#authTimer);
+    this.#ctx.node.engine.closeSession(this.#session);
+    this.#pending = 0;
+    this.#ctx.onClose(this);
+  }
+}

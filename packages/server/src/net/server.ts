@@ -1,0 +1,154 @@
+import { createServer as createTcpServer, type Server, type Socket } from "node:net";
+import { createServer as createTlsServer } from "node:tls";
+import { encodeReply } from "@lock/protocol";
+import type { Clock } from "../engine/clock.js";
+import type { EngineJournal } from "../engine/engine.js";
+import { resolveLimits, type ServerLimits } from "../limits.js";
+import { LockNode } from "../node.js";
+import type { ServerObserver } from "../observer.js";
+import { SecretChecker } from "./auth.js";
+import { ClientConnection, type ConnectionContext } from "./connection.js";
+
+export interface TlsFiles {
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
+}
+
+export interface LockServerOptions {
+  /** Interface to listen on; default 127.0.0.1. */
+  readonly host?: string;
+  /** TCP port; 0 picks a free one. Default 7420. */
+  readonly port?: number;
+  readonly dataDir: string;
+  /** The address clients and peers should use for this node; default `host:port` as bound. */
+  readonly advertise?: string;
+  /** When set, clients must send `H <authToken>` first. */
+  readonly authToken?: string;
+  readonly tls?: TlsFiles;
+  readonly limits?: Partial<ServerLimits>;
+  readonly version?: string;
+  readonly clock?: Clock;
+  readonly journal?: EngineJournal;
+  readonly observer?: ServerObserver;
+}
+
+export const DEFAULT_PORT = 7420;
+
+/**
+ * A single lockd node serving the lock protocol over TCP or TLS. `start()` takes a new token epoch
+ * from the data directory before it accepts a connection; `close()` answers queued acquires with
+ * `SHUTTING_DOWN`, closes every connection and releases the data directory.
+ */
+export class LockServer {
+  readonly node: LockNode;
+  readonly limits: ServerLimits;
+  readonly #server: Server;
+  readonly #connections = new Set<ClientConnection>();
+  #closing: Promise<void> | undefined;
+
+  private constructor(node: LockNode, server: Server, limits: ServerLimits) {
+    this.node = node;
+    this.#server = server;
+    this.limits = limits;
+  }
+
+  static async start(options: LockServerOptions): Promise<LockServer> {
+    const limits = resolveLimits(options.limits);
+    const host = options.host ?? "127.0.0.1";
+    const server = options.tls
+      ? createTlsServer({ cert: options.tls.cert, key: options.tls.key })
+      : createTcpServer();
+    server.maxConnections = Number.MAX_SAFE_INTEGER; // counted below, to refuse with an error line
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ host, port: options.port ?? DEFAULT_PORT }, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    const bound = server.address();
+    const port = typeof bound === "object" && bound ? bound.port : (options.port ?? DEFAULT_PORT);
+    let node: LockNode;
+    try {
+      node = new LockNode({
+        dataDir: options.dataDir,
+        limits,
+        advertise: options.advertise ?? formatAddress(host, port),
+        ...(options.clock ? { clock: options.clock } : {}),
+        ...(options.journal ? { journal: options.journal } : {}),
+        ...(options.observer ? { observer: options.observer } : {}),
+      });
+    } catch (error) {
+      server.close();
+      throw error;
+    }
+    const lockServer = new LockServer(node, server, limits);
+    lockServer.#accept(options);
+    return lockServer;
+  }
+
+  get port(): number {
+    const bound = this.#server.address();
+    return typeof bound === "object" && bound ? bound.port : 0;
+  }
+
+  get connectionCount(): number {
+    return this.#connections.size;
+  }
+
+  /** Stops serving: queued acquires get `SHUTTING_DOWN`, connections close within `graceMs`. */
+  close(graceMs = 2_000): Promise<void> {
+    this.#closing ??= this.#shutdown(graceMs);
+    return this.#closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  #accept(options: LockServerOptions): void {
+    const auth = options.authToken === undefined ? undefined : new SecretChecker(options.authToken);
+    const ctx: ConnectionContext = {
+      node: this.node,
+      limits: this.limits,
+      protocolLimits: { maxLineBytes: this.limits.maxLineBytes, maxKeyBytes: this.limits.maxKeyBytes },
+      auth,
+      version: options.version ?? "0.0.0",
+      connectionCount: () => this.#connections.size,
+      onClose: (connection) => this.#connections.delete(connection),
+    };
+    const event = options.tls ? "secureConnection" : "connection";
+    this.#server.on(event, (socket: Socket) => {
+      if (this.#closing || this.#connections.size >= this.limits.maxConnections) {
+        refuse(socket, this.#closing ? "SHUTTING_DOWN" : "TOO_MANY_CONNECTIONS");
+        return;
+      }
+      this.#connections.add(new ClientConnection(socket, ctx));
+    });
+    // TLS handshake failures and the like concern one socket, never the server.
+    this.#server.on("tlsClientError", () => {});
+  }
+
+  async #shutdown(graceMs: number): Promise<void> {
+    const stopped = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    for (const connection of this.#connections)
+      connection.shutdown("SHUTTING_DOWN", "the server is shutting down");
+    const grace = setTimeout(() => {
+      for (const connection of this.#connections) connection.destroy();
+    }, graceMs);
+    await stopped;
+    clearTimeout(grace);
+    this.node.close();
+  }
+}
+
+function refuse(socket: Socket, code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN"): void {
+  socket.on("error", () => {});
+  const message =
+    code === "SHUTTING_DOWN" ? "the server is shutting down" : "the server is at its connection limit";
+  socket.end(encodeReply({ kind: "E", op: "?", key: "-", code, message }));
+}
+
+export function formatAddress(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}

@@ -1,0 +1,20 @@
+import type { ErrorCode, RequestOp } from "@lock/protocol";
+
+/**
+ * Hooks for metrics, called synchronously on the hot path: implementations must be cheap
+ * (increment a counter, observe a histogram) and must not throw.
+ */
+export interface ServerObserver {
+  /** A request was decoded and is about to run. */
+  request(op: RequestOp): void;
+  /** A grant: `waitedMs` is 0 for an immediate grant, the queueing time for a handoff. */
+  granted(waitedMs: number): void;
+  /** An `E` reply was sent. */
+  error(code: ErrorCode): void;
+}
+
+export const NO_OBSERVER: ServerObserver = {
+  request() {},
+  granted() {},
+  error() {},
+};

@@ -1,0 +1,119 @@
+import { connect, createServer, type Server, type Socket } from "node:net";
+
+/**
+ * A TCP proxy between a client and a lockd, for failure tests: `cut()` drops every connection
+ * and refuses new ones (a partition), `heal()` lets traffic through again, `delayMs` holds every
+ * chunk back in both directions (a slow link), `freeze()` stops forwarding without closing
+ * anything (a black hole) until `heal()`.
+ */
+export class FaultProxy {
+  readonly #server: Server;
+  readonly #pairs = new Set<{ client: Socket; upstream: Socket }>();
+  #targetPort: number;
+  #cut = false;
+  #frozen = false;
+  #held: Array<() => void> = [];
+  delayMs = 0;
+
+  private constructor(server: Server, targetPort: number) {
+    this.#server = server;
+    this.#targetPort = targetPort;
+  }
+
+  static async start(targetPort: number, port = 0): Promise<FaultProxy> {
+    const server = createServer();
+    const proxy = new FaultProxy(server, targetPort);
+    server.on("connection", (client) => proxy.#accept(client));
+    await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port }, resolve));
+    return proxy;
+  }
+
+  get port(): number {
+    const address = this.#server.address();
+    return typeof address === "object" && address ? address.port : 0;
+  }
+
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  get connectionCount(): number {
+    return this.#pairs.size;
+  }
+
+  /** Points new connections at another port (e.g. a restarted node). */
+  retarget(port: number): void {
+    this.#targetPort = port;
+  }
+
+  /** Drops every open connection and refuses new ones until `heal()`. */
+  cut(): void {
+    this.#cut = true;
+    this.dropAll();
+  }
+
+  /** Destroys the open connections (the next ones go through). */
+  dropAll(): void {
+    for (const { client, upstream } of this.#pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    this.#pairs.clear();
+  }
+
+  /** Stops forwarding bytes without closing anything, until `heal()`. */
+  freeze(): void {
+    this.#frozen = true;
+  }
+
+  heal(): void {
+    this.#cut = false;
+    this.#frozen = false;
+    for (const release of this.#held.splice(0)) release();
+  }
+
+  async close(): Promise<void> {
+    this.dropAll();
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  #accept(client: Socket): void {
+    client.on("error", () => {});
+    if (this.#cut) {
+      client.destroy();
+      return;
+    }
+    client.pause();
+    const upstream = connect({ host: "127.0.0.1", port: this.#targetPort });
+    upstream.on("error", () => client.destroy());
+    const pair = { client, upstream };
+    this.#pairs.add(pair);
+    const drop = () => {
+      this.#pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("close", drop);
+    upstream.on("close", drop);
+    upstream.once("connect", () => {
+      this.#pipe(client, upstream);
+      this.#pipe(upstream, client);
+      client.resume();
+    });
+  }
+
+  #pipe(from: Socket, to: Socket): void {
+    from.on("data", (chunk: Buffer) => {
+      const forward = () => {
+        if (!to.destroyed) to.write(chunk);
+      };
+      const send = () => (this.delayMs > 0 ? setTimeout(forward, this.delayMs) : forward());
+      if (this.#frozen) this.#held.push(send);
+      else send();
+    });
+  }
+}

@@ -1,0 +1,173 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { LOCKD_MAIN } from "./paths.js";
+
+export interface LockdOptions {
+  /** Extra flags, e.g. ["--max-pending", "4"]. */
+  readonly args?: readonly string[];
+  /** Extra environment, e.g. { LOCKD_AUTH_TOKEN: "s3cret" }. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Data directory; a fresh temporary one (removed on dispose) if not given. */
+  readonly dataDir?: string;
+  /** Port to listen on; 0 (any free port) by default. A restart keeps the port it got. */
+  readonly port?: number;
+  /** Serve the admin HTTP server on a free port. */
+  readonly admin?: boolean;
+}
+
+/** What lockd logs once it serves: its bound ports and epoch. */
+export interface ReadyInfo {
+  readonly port: number;
+  readonly adminPort: number | null;
+  readonly epoch: string;
+}
+
+/**
+ * A real lockd process for tests: started on a free port with its own data directory; it can be
+ * killed (any signal), paused (SIGSTOP), resumed, and restarted on the same port and data
+ * directory. `await using` (or `dispose()`) kills it and removes a temporary data directory.
+ */
+export class LockdProcess {
+  readonly dataDir: string;
+  readonly logs: Array<Record<string, unknown>> = [];
+  readonly stderr: string[] = [];
+  #child: ChildProcess | undefined;
+  #ready: ReadyInfo | undefined;
+  #exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }> | undefined;
+  readonly #options: LockdOptions;
+  readonly #ownsDataDir: boolean;
+
+  private constructor(options: LockdOptions) {
+    this.#options = options;
+    this.#ownsDataDir = options.dataDir === undefined;
+    this.dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "lockd-test-"));
+  }
+
+  static async start(options: LockdOptions = {}): Promise<LockdProcess> {
+    const lockd = new LockdProcess(options);
+    await lockd.#spawn(options.port ?? 0);
+    return lockd;
+  }
+
+  get port(): number {
+    if (!this.#ready) throw new Error("lockd is not running");
+    return this.#ready.port;
+  }
+
+  get adminPort(): number {
+    const port = this.#ready?.adminPort;
+    if (port == null) throw new Error("lockd was started without admin");
+    return port;
+  }
+
+  get ready(): ReadyInfo {
+    if (!this.#ready) throw new Error("lockd is not running");
+    return this.#ready;
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Sends `signal` and waits for the process to exit. */
+  async kill(
+    signal: NodeJS.Signals = "SIGKILL",
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    const exit = this.#exit;
+    if (!this.#child || !exit) throw new Error("lockd is not running");
+    this.#child.kill(signal);
+    return exit;
+  }
+
+  /** Graceful stop (SIGTERM), as an operator would do it. */
+  stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    return this.kill("SIGTERM");
+  }
+
+  pause(): void {
+    this.#child?.kill("SIGSTOP");
+  }
+
+  resume(): void {
+    this.#child?.kill("SIGCONT");
+  }
+
+  /** Starts lockd again on the same port and data directory (after kill or stop). */
+  async restart(): Promise<void> {
+    if (this.#child && this.#child.exitCode === null && this.#child.signalCode === null) {
+      throw new Error("lockd is still running");
+    }
+    await this.#spawn(this.#ready?.port ?? this.#options.port ?? 0);
+  }
+
+  /** The process's exit, once it exits. */
+  exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (!this.#exit) throw new Error("lockd was never started");
+    return this.#exit;
+  }
+
+  async dispose(): Promise<void> {
+    const child = this.#child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGCONT");
+      child.kill("SIGKILL");
+      await this.#exit;
+    }
+    if (this.#ownsDataDir) rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.dispose();
+  }
+
+  async #spawn(port: number): Promise<void> {
+    const args = [
+      LOCKD_MAIN,
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--data-dir",
+      this.dataDir,
+      ...(this.#options.admin ? ["--admin", "127.0.0.1:0"] : []),
+      ...(this.#options.args ?? []),
+    ];
+    const child = spawn(process.execPath, args, {
+      env: { PATH: process.env.PATH ?? "", ...this.#options.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.#child = child;
+    this.#ready = undefined;
+    this.#exit = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => this.stderr.push(chunk));
+    const lines = createInterface({ input: child.stdout! });
+    this.#ready = await new Promise<ReadyInfo>((resolve, reject) => {
+      lines.on("line", (line) => {
+        let entry: Record<string, unknown>;
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          return;
+        }
+        this.logs.push(entry);
+        if (entry.msg === "lockd ready") {
+          resolve({
+            port: entry.port as number,
+            adminPort: entry.adminPort as number | null,
+            epoch: entry.epoch as string,
+          });
+        }
+      });
+      this.#exit!.then(({ code, signal }) =>
+        reject(
+          new Error(`lockd exited before ready (code ${code}, signal ${signal}): ${this.stderr.join("")}`),
+        ),
+      );
+    });
+  }
+}
