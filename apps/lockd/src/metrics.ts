@@ -2,7 +2,7 @@ import type { ErrorCode, RequestOp } from "@lock/protocol";
 import type { LockServer, ServerObserver } from "@lock/server";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
-const VERBS: readonly RequestOp[] = ["A", "Y", "R", "X", "P", "H", "I"];
+const VERBS: readonly RequestOp[] = ["A", "Y", "R", "X", "C", "P", "H", "I"];
 
 /**
  * Prometheus metrics for one lockd. Hot-path hooks (`ServerObserver`) only bump pre-bound

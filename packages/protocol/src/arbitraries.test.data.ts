@@ -40,7 +40,7 @@ function replaceForbidden(text: string): string {
 export const id = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/);
 export const nonce = fc.stringMatching(/^[!-~]{1,64}$/);
 export const secret = fc.oneof(fc.stringMatching(/^[!-~]{1,64}$/), fc.constant("s".repeat(1024)));
-export const op = fc.constantFrom<RequestOp>("A", "Y", "R", "X", "P", "H", "I");
+export const op = fc.constantFrom<RequestOp>("A", "Y", "R", "X", "C", "P", "H", "I");
 export const role = fc.constantFrom<NodeRole>("active", "standby");
 export const errorCode = fc.constantFrom(...(Object.keys(ERROR_CODES) as ErrorCode[]));
 
@@ -85,6 +85,7 @@ export const request = fc.oneof(
   record({ op: fc.constant("Y"), key, leaseMs: durationMs, id }, ["id"]),
   record({ op: fc.constant("R"), key, token: u64 }),
   record({ op: fc.constant("X"), key, token: u64, leaseMs: durationMs }),
+  record({ op: fc.constant("C"), key, id }),
   record({ op: fc.constant("P"), nonce }, ["nonce"]),
   record({ op: fc.constant("H"), secret }),
   record({ op: fc.constant("I") }),
@@ -95,6 +96,7 @@ export const reply = fc.oneof(
   record({ kind: fc.constantFrom("T", "N"), key, id }, ["id"]),
   record({ kind: fc.constant("R"), key, released: fc.boolean() }),
   record({ kind: fc.constant("X"), key, extended: fc.boolean() }),
+  record({ kind: fc.constant("C"), key, cancelled: fc.boolean() }),
   record({ kind: fc.constant("P"), nonce }, ["nonce"]),
   record({ kind: fc.constant("H") }),
   record({ kind: fc.constant("I"), fields: infoFields }),

@@ -26,6 +26,8 @@ export function encodeRequest(request: Request, limits: ProtocolLimits = DEFAULT
       const { key, token, leaseMs } = request;
       return `X ${keyText(key, limits)} ${formatToken(token)} ${formatSeconds(leaseMs)}\n`;
     }
+    case "C":
+      return `C ${keyText(request.key, limits)}${idSuffix(request.id)}\n`;
     case "P":
       return `P${nonceSuffix(request.nonce)}\n`;
     case "H":
@@ -48,6 +50,8 @@ export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMIT
       return `R ${keyText(reply.key, limits)} ${reply.released ? "1" : "0"}\n`;
     case "X":
       return `X ${keyText(reply.key, limits)} ${reply.extended ? "1" : "0"}\n`;
+    case "C":
+      return `C ${keyText(reply.key, limits)} ${reply.cancelled ? "1" : "0"}\n`;
     case "P":
       return `P${nonceSuffix(reply.nonce)}\n`;
     case "H":

@@ -22,6 +22,8 @@ export { checkLimits, checkLineLimit, DEFAULT_LIMITS } from "./limits.js";
 export { LineDecoder } from "./line-decoder.js";
 export type {
   AcquireRequest,
+  CancelledReply,
+  CancelRequest,
   ErrorCode,
   ErrorReply,
   ExtendedReply,

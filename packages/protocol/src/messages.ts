@@ -5,7 +5,7 @@
  */
 
 /** Client-to-server request verbs (one ASCII letter each). */
-export type RequestOp = "A" | "Y" | "R" | "X" | "P" | "H" | "I";
+export type RequestOp = "A" | "Y" | "R" | "X" | "C" | "P" | "H" | "I";
 
 /** Acquire: wait for the key. `waitMs` 0 waits forever. `id` makes a retry find its own grant. */
 export interface AcquireRequest {
@@ -39,6 +39,17 @@ export interface ExtendRequest {
   readonly leaseMs: number;
 }
 
+/**
+ * Cancel the queued acquire `id` of `key` (the caller gave up waiting). The acquire itself is
+ * answered `T`; the cancel is answered `C <key> 1` if it was still queued, `C <key> 0` if not
+ * (already granted, timed out, or unknown: a caller that aborted must then release any grant).
+ */
+export interface CancelRequest {
+  readonly op: "C";
+  readonly key: string;
+  readonly id: string;
+}
+
 /** Ping; the optional nonce is echoed. */
 export interface PingRequest {
   readonly op: "P";
@@ -61,12 +72,13 @@ export type Request =
   | TryAcquireRequest
   | ReleaseRequest
   | ExtendRequest
+  | CancelRequest
   | PingRequest
   | HelloRequest
   | InfoRequest;
 
 /** Server-to-client reply kinds. */
-export type ReplyKind = "A" | "T" | "Y" | "N" | "R" | "X" | "P" | "H" | "I" | "M" | "E";
+export type ReplyKind = "A" | "T" | "Y" | "N" | "R" | "X" | "C" | "P" | "H" | "I" | "M" | "E";
 
 /** `A`: the acquire was granted with this fencing token. */
 export interface GrantedReply {
@@ -112,6 +124,13 @@ export interface ExtendedReply {
   readonly extended: boolean;
 }
 
+/** `C`: `cancelled` is true if the acquire was still queued and has been withdrawn. */
+export interface CancelledReply {
+  readonly kind: "C";
+  readonly key: string;
+  readonly cancelled: boolean;
+}
+
 export interface PongReply {
   readonly kind: "P";
   readonly nonce?: string;
@@ -154,6 +173,7 @@ export type Reply =
   | TryBusyReply
   | ReleasedReply
   | ExtendedReply
+  | CancelledReply
   | PongReply
   | HelloReply
   | InfoReply

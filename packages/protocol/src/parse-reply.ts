@@ -33,6 +33,7 @@ export function parseReplyLine(line: string, limits: ProtocolLimits = DEFAULT_LI
       return parseRefusal(reader(line, verb === "T" ? "A" : "Y", 4, limits), verb);
     case "R":
     case "X":
+    case "C":
       return parseOutcome(reader(line, verb, 4, limits), verb);
     case "P":
       return parsePong(reader(line, "P", 3, limits));
@@ -71,12 +72,14 @@ function isFlag(text: string): boolean {
   return text === "0" || text === "1";
 }
 
-function parseOutcome(r: FieldReader, kind: "R" | "X"): Reply | DecodeError {
+function parseOutcome(r: FieldReader, kind: "R" | "X" | "C"): Reply | DecodeError {
   const wrongCount = r.expect(3, 3, `${kind} <key> 0|1`, 1);
   if (wrongCount) return wrongCount;
   const key = r.key(1);
   const done = r.argument(2, isFlag, "the outcome (0 or 1)") === "1";
-  return r.result<Reply>(kind === "R" ? { kind, key, released: done } : { kind, key, extended: done });
+  if (kind === "R") return r.result<Reply>({ kind, key, released: done });
+  if (kind === "X") return r.result<Reply>({ kind, key, extended: done });
+  return r.result<Reply>({ kind, key, cancelled: done });
 }
 
 function parsePong(r: FieldReader): PongReply | DecodeError {

@@ -4,6 +4,7 @@ import { isValidNonce, isValidSecret } from "./fields.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import type {
   AcquireRequest,
+  CancelRequest,
   ExtendRequest,
   HelloRequest,
   PingRequest,
@@ -34,6 +35,8 @@ export function parseRequestLine(
       return parseRelease(reader(line, "R", 4, limits));
     case "X":
       return parseExtend(reader(line, "X", 5, limits));
+    case "C":
+      return parseCancel(reader(line, "C", 4, limits));
     case "P":
       return parsePing(reader(line, "P", 3, limits));
     case "H":
@@ -80,6 +83,13 @@ function parseExtend(r: FieldReader): ExtendRequest | DecodeError {
   const key = r.key(1);
   const token = r.token(2);
   return r.result<ExtendRequest>({ op: "X", key, token, leaseMs: r.seconds(3, "lease") });
+}
+
+function parseCancel(r: FieldReader): CancelRequest | DecodeError {
+  const wrongCount = r.expect(3, 3, "C <key> <id>", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  return r.result<CancelRequest>({ op: "C", key, id: r.id(2) as string });
 }
 
 function parsePing(r: FieldReader): PingRequest | DecodeError {

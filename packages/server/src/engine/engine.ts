@@ -67,6 +67,7 @@ export interface EngineCounters {
   extensions: number;
   expiries: number;
   timeouts: number;
+  cancels: number;
 }
 
 export class LockEngine<P> {
@@ -86,6 +87,7 @@ export class LockEngine<P> {
     extensions: 0,
     expiries: 0,
     timeouts: 0,
+    cancels: 0,
   };
 
   constructor(options: {
@@ -200,6 +202,7 @@ export class LockEngine<P> {
   cancel(key: string, id: string): P | undefined {
     const waiter = this.#keys.get(key)?.waitersById?.get(id);
     if (waiter === undefined) return undefined;
+    this.counters.cancels += 1;
     this.#dropWaiter(waiter);
     return waiter.payload;
   }

@@ -217,6 +217,13 @@ export class ClientConnection implements AcquireSink {
           extended: engine.extend(request.key, request.token, request.leaseMs),
         });
         return;
+      case "C": {
+        // The withdrawn acquire gets its own reply (`T`) on whichever connection queued it.
+        const sink = engine.cancel(request.key, request.id);
+        sink?.timedOut(request.key, request.id);
+        this.#send({ kind: "C", key: request.key, cancelled: sink !== undefined });
+        return;
+      }
       case "P":
         this.#send(request.nonce === undefined ? { kind: "P" } : { kind: "P", nonce: request.nonce });
         return;

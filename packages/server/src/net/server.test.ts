@@ -94,6 +94,21 @@ describe("LockServer over real sockets", () => {
     expect(await second.request("A job 30 0.05 call-8")).toBe("T job call-8");
   });
 
+  it("cancels a queued acquire: the acquire gets T, the cancel says whether it was queued", async () => {
+    const server = await serve();
+    const holder = await client(server);
+    const waiter = await client(server);
+    const token = tokenOf(await holder.request("A k 30 0"));
+    waiter.send("A k 30 0 job-3");
+    await expect.poll(() => server.node.engine.waiterCount).toBe(1);
+    // The cancel may come over another connection (the client's first one may be gone).
+    expect(await holder.request("C k job-3")).toBe("C k 1");
+    expect(await waiter.next()).toBe("T k job-3");
+    expect(await holder.request("C k job-3")).toBe("C k 0");
+    expect(await holder.request(`R k ${token}`)).toBe("R k 1");
+    expect(server.node.engine.keyCount).toBe(0);
+  });
+
   it("drops a closed connection's waiters but not its held locks", async () => {
     const server = await serve();
     const a = await client(server);
