@@ -1,5 +1,6 @@
 import { parseSafeInteger } from "./decimal.js";
 import { type DecodeError, decodeError, quote } from "./decode-error.js";
+import { detach } from "./detach.js";
 import { parseSeconds } from "./duration.js";
 import { isRequestOp, isValidId, validateKey } from "./fields.js";
 import type { ErrorCode, RequestOp } from "./messages.js";
@@ -67,8 +68,9 @@ export class FieldReader {
     return this.#error();
   }
 
+  /** Keys and ids outlive their line (a held lock's key), so they are detached from the chunk text. */
   key(index: number): string {
-    const key = this.#field(index);
+    const key = detach(this.#field(index));
     const code = validateKey(key, this.#maxKeyBytes);
     if (code === undefined) {
       if (this.#echo) this.#key = key;
@@ -88,8 +90,9 @@ export class FieldReader {
       this.fail("BAD_ID", "the id must match [A-Za-z0-9][A-Za-z0-9_.:-]{0,63}");
       return undefined;
     }
-    if (this.#echo) this.#id = id;
-    return id;
+    const detached = detach(id);
+    if (this.#echo) this.#id = detached;
+    return detached;
   }
 
   /** A verb field (`M`, `E`); `?` is accepted only where `unknown` allows it. */
