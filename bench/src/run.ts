@@ -5,14 +5,18 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 
-const BENCHES: readonly string[] = ["protocol-bench.js"];
+const BENCHES: readonly string[] = ["protocol-bench.js", "server-bench.js", "fence-bench.js"];
 
 let failed = 0;
 for (const bench of BENCHES) {
   console.log(`\n## ${bench}`);
-  const result = spawnSync(process.execPath, [join(import.meta.dirname, bench), ...process.argv.slice(2)], {
-    stdio: "inherit",
-  });
+  const result = spawnSync(
+    process.execPath,
+    ["--expose-gc", join(import.meta.dirname, bench), ...process.argv.slice(2)],
+    {
+      stdio: "inherit",
+    },
+  );
   if (result.status !== 0) failed++;
 }
 process.exitCode = failed === 0 ? 0 : 1;

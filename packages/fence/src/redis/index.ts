@@ -1,1 +1,10 @@
-export {};
+export type { RedisFenceTx } from "./batch.js";
+export { REDIS_WRITE_COMMANDS, type RedisArg, type RedisWriteCommand } from "./commands.js";
+export { LuaScript, type RedisScriptClient } from "./script.js";
+export {
+  DEFAULT_KEY_PREFIX,
+  type RedisFenceClient,
+  RedisStore,
+  type RedisStoreOptions,
+  redisStore,
+} from "./store.js";

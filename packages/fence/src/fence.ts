@@ -1,0 +1,23 @@
+import { assertResource } from "./resource.js";
+import type { FenceStore, FenceWrite } from "./store.js";
+import { type FencingTokenInput, parseToken } from "./token.js";
+
+/**
+ * Runs `write` only if `token` is not lower than the highest token `resource` has accepted (equal is
+ * allowed: one holder may write many times), and records `token`. The check, the advance and the write
+ * are atomic in the store. Returns what `write` returns.
+ *
+ * Throws FenceError FENCE_BAD_TOKEN / FENCE_BAD_RESOURCE before touching the store, StaleTokenError
+ * when the token is stale (nothing written), or whatever `write` threw (nothing written, token not
+ * advanced; see each adapter for what "nothing written" can promise).
+ */
+export async function fence<Tx, T>(
+  store: FenceStore<Tx>,
+  resource: string,
+  token: FencingTokenInput,
+  write: FenceWrite<Tx, T>,
+): Promise<Awaited<T>> {
+  const presented = parseToken(token);
+  assertResource(resource);
+  return store.fence(resource, presented, write);
+}

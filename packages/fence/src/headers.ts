@@ -1,0 +1,28 @@
+/**
+ * The HTTP half shared by clients and servers: the header name, a helper that sets it from a held lock,
+ * and the parser the Fastify plugin uses. No Fastify import, so HTTP clients can use it alone.
+ */
+import { FenceError } from "./errors.js";
+import { parseToken } from "./token.js";
+
+/** Lower-case, as Node presents incoming header names. */
+export const FENCING_TOKEN_HEADER = "fencing-token";
+
+/** Request headers carrying the lock's token, e.g. `fetch(url, { headers: fencingHeaders(lock) })`. */
+export function fencingHeaders(lock: { readonly token: bigint }): { "fencing-token": string } {
+  return { [FENCING_TOKEN_HEADER]: parseToken(lock.token).toString() };
+}
+
+/**
+ * Parses a header value as Node delivers it. Throws FENCE_MISSING_TOKEN when absent or empty, and
+ * FENCE_BAD_TOKEN when malformed or repeated (two tokens on one request are ambiguous).
+ */
+export function parseFencingHeader(value: string | readonly string[] | undefined): bigint {
+  if (value === undefined || value === "") {
+    throw new FenceError("FENCE_MISSING_TOKEN", `the ${FENCING_TOKEN_HEADER} header is required`);
+  }
+  if (typeof value !== "string") {
+    throw new FenceError("FENCE_BAD_TOKEN", `the ${FENCING_TOKEN_HEADER} header must appear once`);
+  }
+  return parseToken(value);
+}

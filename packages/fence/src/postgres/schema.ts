@@ -1,0 +1,41 @@
+/**
+ * The fence table: one row per resource holding the highest accepted token. The same SQL ships as
+ * sql/fence-table.sql for migration tools; a test keeps the file equal to fenceTableSql().
+ */
+import type { Queryable } from "./queryable.js";
+import { quoteIdentifier, quoteQualifiedName } from "./sql.js";
+
+export const DEFAULT_FENCE_TABLE = "lock_fence";
+
+/**
+ * The CREATE TABLE statement for `table` ("name" or "schema.name"; validated and quoted).
+ *
+ * Tokens are u64 but Postgres bigint is signed 64-bit, so the column is numeric(20,0), bounded by a
+ * CHECK to the u64 range, and compared numerically.
+ */
+export function fenceTableSql(table: string = DEFAULT_FENCE_TABLE): string {
+  return `CREATE TABLE IF NOT EXISTS ${quoteQualifiedName(table)} (
+  resource text PRIMARY KEY,
+  token numeric(20, 0) NOT NULL CHECK (token BETWEEN 0 AND 18446744073709551615),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+`;
+}
+
+/** fenceTableSql() for the default table name, identical to sql/fence-table.sql without its comments. */
+export const FENCE_TABLE_SQL: string = fenceTableSql();
+
+/** Creates the fence table if it does not exist. Run it once at deploy time, like any migration. */
+export async function createFenceTable(db: Queryable, table: string = DEFAULT_FENCE_TABLE): Promise<void> {
+  await db.query(fenceTableSql(table));
+}
+
+/**
+ * For fenceRow(): adds the token column to a table you already have. NULL means "never fenced", so
+ * existing rows accept their first token.
+ */
+export function fenceColumnSql(table: string, column = "fence_token"): string {
+  const name = quoteIdentifier(column);
+  return `ALTER TABLE ${quoteQualifiedName(table)} ADD COLUMN IF NOT EXISTS ${name} numeric(20, 0) CHECK (${name} BETWEEN 0 AND 18446744073709551615);
+`;
+}

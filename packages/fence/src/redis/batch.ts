@@ -1,0 +1,66 @@
+import { FenceError } from "../errors.js";
+import { type CheckedCommand, checkCommand, type RedisArg, type RedisWriteCommand } from "./commands.js";
+
+/** What a write receives from the Redis store: a queue of commands for the fence script. */
+export interface RedisFenceTx {
+  /**
+   * Queues `command key ...args` to run inside the fence script, after the token check and before the
+   * token advance, atomically with both. Nothing runs until the write returns. The promise settles once
+   * the script ran: with this command's reply, or rejected with the error fence() rejects with. Return
+   * it (or Promise.all of several) from the write to get replies out of fence(); never await it inside
+   * the write, which would wait for a script that cannot start until the write returns.
+   */
+  call(command: RedisWriteCommand, key: string, ...args: RedisArg[]): Promise<unknown>;
+}
+
+interface Pending {
+  resolve(reply: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** Collects a write's commands; sealed once the write has returned, then settled with the outcome. */
+export class CommandBatch implements RedisFenceTx {
+  readonly commands: CheckedCommand[] = [];
+  readonly #pending: Pending[] = [];
+  readonly #reservedPrefix: string;
+  #sealed = false;
+
+  /** Keys under `reservedPrefix` are fence keys; a write must not touch them. */
+  constructor(reservedPrefix: string) {
+    this.#reservedPrefix = reservedPrefix;
+  }
+
+  call(command: RedisWriteCommand, key: string, ...args: RedisArg[]): Promise<unknown> {
+    if (this.#sealed) {
+      throw new FenceError(
+        "FENCE_BAD_WRITE",
+        "a fenced Redis write queued a command after it returned; the batch had already run without it. " +
+          "Queue every command synchronously, before the write returns",
+      );
+    }
+    const checked = checkCommand(command, key, args);
+    if (key.startsWith(this.#reservedPrefix)) {
+      throw new FenceError(
+        "FENCE_BAD_WRITE",
+        `${checked.name} ${key}: keys under the fence prefix are reserved`,
+      );
+    }
+    const reply = new Promise<unknown>((resolve, reject) => this.#pending.push({ resolve, reject }));
+    // Callers often ignore replies; a refused batch must not turn into an unhandled rejection.
+    reply.catch(() => {});
+    this.commands.push(checked);
+    return reply;
+  }
+
+  seal(): void {
+    this.#sealed = true;
+  }
+
+  resolve(replies: readonly unknown[]): void {
+    for (const [index, pending] of this.#pending.entries()) pending.resolve(replies[index]);
+  }
+
+  reject(error: unknown): void {
+    for (const pending of this.#pending) pending.reject(error);
+  }
+}

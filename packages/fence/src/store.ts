@@ -1,0 +1,32 @@
+/**
+ * The one contract every adapter implements (memory, Postgres, Redis), in the spirit of
+ * fastify-rate-limit's LocalStore/RedisStore: fence() and the Fastify plugin only ever talk to this.
+ */
+
+/**
+ * The caller's write. It receives the adapter's transaction handle (`Tx`): the pg client inside the
+ * open transaction, a Redis command batch, or a small context for the memory store.
+ */
+export type FenceWrite<Tx, T> = (tx: Tx) => T;
+
+export interface FenceStore<Tx> {
+  /**
+   * Atomically: read the highest token `resource` has accepted; if `token` is lower, throw
+   * StaleTokenError and apply nothing of `write`; otherwise apply `write(tx)` and record `token` as the
+   * highest accepted. (Transactional stores check before calling `write`; the Redis store calls it
+   * first to collect its command batch, and discards the batch when the token is stale.) The check, the advance and the write take effect together or not at all, and
+   * concurrent calls for one resource behave as if they ran one after another (a stale writer that
+   * races a newer one waits for it, then fails).
+   *
+   * If `write` throws, its error is rethrown unchanged and the token is not advanced.
+   *
+   * Inputs are already validated: call fence(), which checks the token and resource first.
+   */
+  fence<T>(resource: string, token: bigint, write: FenceWrite<Tx, T>): Promise<Awaited<T>>;
+
+  /** The highest token `resource` has accepted, or undefined if it never accepted one. */
+  current(resource: string): Promise<bigint | undefined>;
+}
+
+/** The transaction handle type of a store, for helpers generic over stores. */
+export type FenceTx<S> = S extends FenceStore<infer Tx> ? Tx : never;
