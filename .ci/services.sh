@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure the PostgreSQL and Redis servers that the fence tests use are running on
+# Makes sure the PostgreSQL and Redis servers (and the openssl CLI) that the fence tests use are running on
 # 127.0.0.1: starts them if stopped, installs them from Debian's packages if missing,
 # and fails loudly if one still cannot be reached. Tests are never skipped for a missing server.
 set -euo pipefail
@@ -32,6 +32,9 @@ if ! redis_up; then
     --dir /var/lib/redis --logfile /var/log/redis/ci.log
   for _ in $(seq 1 50); do redis_up && break; sleep 0.2; done
 fi
+
+# The TLS tests make a throwaway certificate with the openssl CLI.
+command -v openssl >/dev/null 2>&1 || apt_install openssl
 
 pg_up || { echo "ci: PostgreSQL is not reachable on 127.0.0.1:5432" >&2; exit 1; }
 redis_up || { echo "ci: Redis is not reachable on 127.0.0.1:6379" >&2; exit 1; }

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { RequestDecoder } from "@lock/protocol";
 import { DEFAULT_SERVER_LIMITS, LockEngine, LockNode, monotonicClock, TokenIssuer } from "@lock/server";
 import { formatRate, percentile, printRow } from "./report.js";
 import { runLoad, type Served, startEchoServer, startLockd } from "./spawn.js";
@@ -88,7 +89,7 @@ function gc(): void {
 }
 
 function memory(): void {
-  console.log("\n# memory, in this process (engine only; node --expose-gc)");
+  console.log("\n# memory, in this process (decoder + engine; node --expose-gc)");
   let epoch = 1n;
   const newEngine = () =>
     new LockEngine<null>({
@@ -98,12 +99,20 @@ function memory(): void {
       limits: { maxKeys: 2_000_000, maxWaitersPerKey: 2_000_000 },
     });
   const keys = 1_000_000;
-  const keyNames = Array.from({ length: keys }, (_, i) => `jobs:${i}`); // allocated before measuring
+  // Keys come from the decoder, as in lockd, so the figure includes the key strings as held.
+  const decoder = new RequestDecoder();
+  const lines = (from: number, count: number) =>
+    Buffer.from(Array.from({ length: count }, (_, i) => `A jobs:${from + i} 600 0\n`).join(""));
   gc();
   const before = process.memoryUsage();
   const engine = newEngine();
   const session = engine.openSession();
-  for (const key of keyNames) engine.acquire(session, { key, leaseMs: 600_000, waitMs: 0, payload: null });
+  for (let from = 0; from < keys; from += 2000) {
+    for (const frame of decoder.push(lines(from, 2000))) {
+      if ("op" in frame && frame.op === "A")
+        engine.acquire(session, { key: frame.key, leaseMs: 600_000, waitMs: 0, payload: null });
+    }
+  }
   gc();
   const after = process.memoryUsage();
   printRow(`held locks (${keys.toLocaleString("en-US")})`, {
@@ -111,6 +120,7 @@ function memory(): void {
     heap_bytes_per_lock: (after.heapUsed - before.heapUsed) / keys,
     target_rss: "<= 256",
   });
+  const keyNames = Array.from({ length: 1000 }, (_, i) => `jobs:${i}`);
 
   const waiters = 200_000;
   const queueEngine = newEngine();

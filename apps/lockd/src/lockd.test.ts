@@ -78,7 +78,7 @@ describe("lockd process", () => {
     expect(metrics).toMatch(/^lockd_grants_total 2$/m);
     expect(metrics).toMatch(/^lockd_handoffs_total 1$/m);
     expect(metrics).toMatch(/^lockd_keys_held 1$/m);
-    expect(metrics).toMatch(/^lockd_acquire_wait_seconds_count 2$/m);
+    expect(metrics).toMatch(/^lockd_queue_wait_seconds_count 1$/m);
   });
 
   it("requires the auth token from the environment, and never logs it", async () => {

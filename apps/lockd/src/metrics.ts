@@ -11,29 +11,37 @@ const VERBS: readonly RequestOp[] = ["A", "Y", "R", "X", "C", "P", "H", "I"];
  */
 export class LockdMetrics implements ServerObserver {
   readonly registry = new Registry();
-  readonly #requestsByVerb: Map<string, { inc(): void }>;
+  /** Plain counts on the hot path; copied into prom-client only when Prometheus scrapes. */
+  readonly #requests: Record<string, number> = Object.fromEntries(VERBS.map((verb) => [verb, 0]));
   readonly #errors: Counter<"code">;
-  readonly #acquireWait: Histogram;
+  readonly #queueWait: Histogram;
   #server: LockServer | undefined;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "lockd_process_" });
-    const requests = new Counter({
+    const counts = this.#requests;
+    const reported: Record<string, number> = { ...counts };
+    new Counter({
       name: "lockd_requests_total",
       help: "Requests received, by verb",
       labelNames: ["verb"],
       registers: [this.registry],
+      collect() {
+        for (const verb of VERBS) {
+          this.inc({ verb }, counts[verb]! - reported[verb]!);
+          reported[verb] = counts[verb]!;
+        }
+      },
     });
-    this.#requestsByVerb = new Map(VERBS.map((verb) => [verb, requests.labels(verb)]));
     this.#errors = new Counter({
       name: "lockd_errors_total",
       help: "E replies sent, by error code",
       labelNames: ["code"],
       registers: [this.registry],
     });
-    this.#acquireWait = new Histogram({
-      name: "lockd_acquire_wait_seconds",
-      help: "Time from an acquire's arrival to its grant (0 when the key was free)",
+    this.#queueWait = new Histogram({
+      name: "lockd_queue_wait_seconds",
+      help: "Time an acquire waited in a key's queue before it was handed the key",
       buckets: [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
       registers: [this.registry],
     });
@@ -70,11 +78,12 @@ export class LockdMetrics implements ServerObserver {
   }
 
   request(op: RequestOp): void {
-    this.#requestsByVerb.get(op)?.inc();
+    this.#requests[op]! += 1;
   }
 
   granted(waitedMs: number): void {
-    this.#acquireWait.observe(waitedMs / 1000);
+    // Immediate grants (a free key) wait 0 by definition; lockd_grants_total counts them.
+    if (waitedMs > 0) this.#queueWait.observe(waitedMs / 1000);
   }
 
   error(code: ErrorCode): void {

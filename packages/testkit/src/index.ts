@@ -4,3 +4,5 @@ export { LineClient } from "./line-client.js";
 export type { LockdOptions, ReadyInfo } from "./lockd-process.js";
 export { LockdProcess } from "./lockd-process.js";
 export { LOCKD_MAIN, REPO_ROOT } from "./paths.js";
+export type { TestCertificate } from "./tls.js";
+export { selfSignedCertificate } from "./tls.js";

@@ -143,7 +143,7 @@ export class LockEngine<P> {
     }
     if (input.id !== undefined) {
       if (state.holderId === input.id) return { status: "granted", token: state.token, replayed: true };
-      const earlier = state.waitersById?.get(input.id);
+      const earlier = state.findWaiter(input.id);
       if (earlier !== undefined)
         return { status: "queued", displaced: this.#rebind(earlier, session, input) };
     }
@@ -200,7 +200,7 @@ export class LockEngine<P> {
    * Returns its payload, or undefined if no such waiter (it may have been granted already).
    */
   cancel(key: string, id: string): P | undefined {
-    const waiter = this.#keys.get(key)?.waitersById?.get(id);
+    const waiter = this.#keys.get(key)?.findWaiter(id);
     if (waiter === undefined) return undefined;
     this.counters.cancels += 1;
     this.#dropWaiter(waiter);

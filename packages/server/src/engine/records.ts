@@ -12,14 +12,10 @@ const WAIT_ORDER = 1;
 
 /** A held key: its holder, lease deadline and FIFO queue of waiters. Exists only while held. */
 export class KeyState<P> implements DeadlineEntry {
-  readonly order = LEASE_ORDER;
   deadline = 0;
   heapIndex = -1;
-  head: Waiter<P> | undefined = undefined;
-  tail: Waiter<P> | undefined = undefined;
-  waiterCount = 0;
-  /** Queued waiters by request id; created on the first waiter that carries an id. */
-  waitersById: Map<string, Waiter<P>> | undefined = undefined;
+  /** Allocated only while someone waits: most held keys never have a queue. */
+  queue: WaitQueue<P> | undefined = undefined;
 
   constructor(
     readonly key: string,
@@ -27,33 +23,69 @@ export class KeyState<P> implements DeadlineEntry {
     public holderId: string | undefined,
   ) {}
 
+  // A prototype getter, not a field: no per-lock memory for a constant.
+  get order(): number {
+    return LEASE_ORDER;
+  }
+
+  get head(): Waiter<P> | undefined {
+    return this.queue?.head;
+  }
+
+  get waiterCount(): number {
+    return this.queue?.count ?? 0;
+  }
+
+  findWaiter(id: string): Waiter<P> | undefined {
+    return this.queue?.byId?.get(id);
+  }
+
   enqueue(waiter: Waiter<P>): void {
+    this.queue ??= new WaitQueue<P>();
+    this.queue.push(waiter);
+  }
+
+  unlink(waiter: Waiter<P>): void {
+    const queue = this.queue!;
+    queue.remove(waiter);
+    if (queue.count === 0) this.queue = undefined;
+  }
+}
+
+/** A key's waiters in arrival order: an intrusive doubly linked list, plus an index by request id. */
+class WaitQueue<P> {
+  head: Waiter<P> | undefined = undefined;
+  tail: Waiter<P> | undefined = undefined;
+  count = 0;
+  /** Created on the first waiter that carries an id. */
+  byId: Map<string, Waiter<P>> | undefined = undefined;
+
+  push(waiter: Waiter<P>): void {
     waiter.prev = this.tail;
     waiter.next = undefined;
     if (this.tail) this.tail.next = waiter;
     else this.head = waiter;
     this.tail = waiter;
-    this.waiterCount += 1;
+    this.count += 1;
     if (waiter.id !== undefined) {
-      this.waitersById ??= new Map();
-      this.waitersById.set(waiter.id, waiter);
+      this.byId ??= new Map();
+      this.byId.set(waiter.id, waiter);
     }
   }
 
-  unlink(waiter: Waiter<P>): void {
+  remove(waiter: Waiter<P>): void {
     if (waiter.prev) waiter.prev.next = waiter.next;
     else this.head = waiter.next;
     if (waiter.next) waiter.next.prev = waiter.prev;
     else this.tail = waiter.prev;
     waiter.prev = waiter.next = undefined;
-    this.waiterCount -= 1;
-    if (waiter.id !== undefined) this.waitersById?.delete(waiter.id);
+    this.count -= 1;
+    if (waiter.id !== undefined) this.byId?.delete(waiter.id);
   }
 }
 
 /** A queued acquire. Belongs to one key's queue and one session's list at a time. */
 export class Waiter<P> implements DeadlineEntry {
-  readonly order = WAIT_ORDER;
   deadline = Number.POSITIVE_INFINITY;
   heapIndex = -1;
   prev: Waiter<P> | undefined = undefined;
@@ -70,6 +102,10 @@ export class Waiter<P> implements DeadlineEntry {
     /** Clock time the acquire was queued, for the wait-time metric. */
     public queuedAt: number,
   ) {}
+
+  get order(): number {
+    return WAIT_ORDER;
+  }
 }
 
 /**
