@@ -25,9 +25,18 @@ async function withServer<T>(start: () => Promise<Served>, run: (port: number) =
 }
 
 async function throughput(): Promise<void> {
-  console.log("\n# pipelined uncontended acquire+release cycles, one connection (server cpu 0, load cpu 1)");
-  for (const inflight of [1, 16, 128, 1024]) {
-    const load = { mode: "cycle" as const, connections: 1, inflight, durationMs: DURATION_MS };
+  console.log("\n# pipelined uncontended acquire+release cycles (server cpu 0, load cpu 1)");
+  // One connection ping-pongs whole batches (each side idles while the other works); the last row
+  // spreads the same 1024 in flight over 4 connections, which keeps the server busy.
+  const runs = [
+    { connections: 1, inflight: 1 },
+    { connections: 1, inflight: 16 },
+    { connections: 1, inflight: 128 },
+    { connections: 1, inflight: 1024 },
+    { connections: 4, inflight: 256 },
+  ];
+  for (const { connections, inflight } of runs) {
+    const load = { mode: "cycle" as const, connections, inflight, durationMs: DURATION_MS };
     const echo = await withServer(
       () => startEchoServer("0"),
       (port) => runLoad("1", { ...load, port }),
@@ -38,7 +47,7 @@ async function throughput(): Promise<void> {
     );
     const lockdRate = lockd.ops / lockd.seconds;
     const echoRate = echo.ops / echo.seconds;
-    printRow(`inflight=${inflight}`, {
+    printRow(`inflight=${connections * inflight} (${connections} conn)`, {
       lockd: formatRate(lockdRate),
       raw_node_ceiling: formatRate(echoRate),
       ratio: lockdRate / echoRate,
