@@ -26,6 +26,7 @@ export function nodeStatus({ server, grantRate, version }: AdminDeps) {
     waiters: node.engine.waiterCount,
     grantsPerSecond: Math.round(grantRate.perSecond() * 10) / 10,
     counters: { ...node.engine.counters },
+    cluster: server.cluster ? { peers: server.cluster.peerStatus(), ...server.cluster.counters } : null,
   };
 }
 

@@ -19,6 +19,10 @@ export interface LockdConfig {
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   readonly limits: Partial<ServerLimits>;
+  /** Cluster peers, highest priority first, including this node's advertised address. */
+  readonly peers: readonly string[] | undefined;
+  readonly heartbeatMs: number | undefined;
+  readonly peerTimeoutMs: number | undefined;
 }
 
 /** Each flag, its environment variable, and its help line (docs/operations.md mirrors this). */
@@ -27,6 +31,18 @@ const FLAGS = {
   advertise: {
     env: "LOCKD_ADVERTISE",
     help: "host:port clients and peers use for this node (default: --listen)",
+  },
+  peers: {
+    env: "LOCKD_PEERS",
+    help: "comma-separated host:port of every cluster node, highest priority first",
+  },
+  "heartbeat-interval": {
+    env: "LOCKD_HEARTBEAT_INTERVAL",
+    help: "seconds between peer heartbeats (default 0.1)",
+  },
+  "peer-timeout": {
+    env: "LOCKD_PEER_TIMEOUT",
+    help: "seconds without a heartbeat before a peer is dead (default 0.5)",
   },
   "data-dir": { env: "LOCKD_DATA_DIR", default: ".lockd", help: "directory for the token epoch" },
   admin: {
@@ -177,6 +193,22 @@ export function parseConfig(
     limits[flag.limit] = parseNumber(text, `--${name}`, "seconds" in flag && flag.seconds ? 1000 : 1);
   }
 
+  const peersText = get("peers");
+  const peers = peersText === undefined || peersText === "" ? undefined : peersText.split(",");
+  if (peers) {
+    for (const peer of peers) parseHostPort(peer, "--peers");
+    const self =
+      advertise ?? `${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${listen.port}`;
+    if (!peers.includes(self)) {
+      throw new ConfigError(
+        `--peers must include this node's address ${self} (set --advertise if it differs from --listen)`,
+      );
+    }
+    if (new Set(peers).size !== peers.length) throw new ConfigError("--peers lists a node twice");
+  }
+  const heartbeat = get("heartbeat-interval");
+  const peerTimeout = get("peer-timeout");
+
   return {
     help: false,
     config: {
@@ -190,6 +222,9 @@ export function parseConfig(
       logLevel: get("log-level")!,
       shutdownGraceMs: parseNumber(get("shutdown-grace")!, "--shutdown-grace", 1000),
       limits,
+      peers,
+      heartbeatMs: heartbeat === undefined ? undefined : parseNumber(heartbeat, "--heartbeat-interval", 1000),
+      peerTimeoutMs: peerTimeout === undefined ? undefined : parseNumber(peerTimeout, "--peer-timeout", 1000),
     },
   };
 }

@@ -37,6 +37,23 @@ async function main(): Promise<void> {
     limits: config.limits,
     version,
     observer: metrics,
+    ...(config.peers
+      ? {
+          cluster: {
+            peers: config.peers,
+            timing: {
+              ...(config.heartbeatMs ? { heartbeatMs: config.heartbeatMs } : {}),
+              ...(config.peerTimeoutMs ? { peerTimeoutMs: config.peerTimeoutMs } : {}),
+            },
+            events: {
+              roleChanged: (role, reason, epoch) => {
+                metrics.roleChanged(role);
+                log.info({ role, reason, epoch: epoch.toString() }, "role changed");
+              },
+            },
+          },
+        }
+      : {}),
   });
   metrics.attach(server);
   const grantRate = new RateMeter(() => server.node.engine.counters.grants);
@@ -56,6 +73,7 @@ async function main(): Promise<void> {
       adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
       tls: config.tls !== undefined,
       auth: config.authToken !== undefined,
+      peers: config.peers ?? null,
     },
     "lockd ready",
   );

@@ -15,6 +15,7 @@ export class LockdMetrics implements ServerObserver {
   readonly #requests: Record<string, number> = Object.fromEntries(VERBS.map((verb) => [verb, 0]));
   readonly #errors: Counter<"code">;
   readonly #queueWait: Histogram;
+  readonly #roleChanges: Counter<"role">;
   #server: LockServer | undefined;
 
   constructor() {
@@ -44,6 +45,41 @@ export class LockdMetrics implements ServerObserver {
       help: "Time an acquire waited in a key's queue before it was handed the key",
       buckets: [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
       registers: [this.registry],
+    });
+    this.#roleChanges = new Counter({
+      name: "lockd_role_changes_total",
+      help: "Role changes of this node, by the role it took",
+      labelNames: ["role"],
+      registers: [this.registry],
+    });
+    this.#clusterCounter("lockd_promotions_total", "Promotions of this node to active", (c) => c.promotions);
+    this.#clusterCounter(
+      "lockd_demotions_total",
+      "Demotions of this node after seeing a higher-priority active",
+      (c) => c.demotions,
+    );
+    this.#clusterCounter(
+      "lockd_handoffs_sent_total",
+      "Graceful handoffs of the active role to another node",
+      (c) => c.handoffs,
+    );
+    this.#clusterCounter(
+      "lockd_epoch_raises_total",
+      "Epoch raises above a rival active after a partition",
+      (c) => c.epochRaises,
+    );
+    const metrics = this;
+    new Gauge({
+      name: "lockd_replication_lag_ops",
+      help: "Replication operations not yet acknowledged, by standby",
+      labelNames: ["peer"],
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const peer of metrics.#server?.cluster?.peerStatus() ?? []) {
+          if (peer.replicationLag) this.set({ peer: peer.address }, peer.replicationLag.ops);
+        }
+      },
     });
     this.#engineCounter("lockd_grants_total", "Grants, immediate and handoffs", (c) => c.grants);
     this.#engineCounter(
@@ -86,6 +122,10 @@ export class LockdMetrics implements ServerObserver {
     if (waitedMs > 0) this.#queueWait.observe(waitedMs / 1000);
   }
 
+  roleChanged(role: string): void {
+    this.#roleChanges.inc({ role });
+  }
+
   error(code: ErrorCode): void {
     this.#errors.inc({ code });
   }
@@ -105,6 +145,27 @@ export class LockdMetrics implements ServerObserver {
         const server = metrics.#server;
         if (!server) return;
         const current = read(server.node.engine.counters);
+        this.inc(current - reported);
+        reported = current;
+      },
+    });
+  }
+
+  #clusterCounter(
+    name: string,
+    help: string,
+    read: (counters: NonNullable<LockServer["cluster"]>["counters"]) => number,
+  ): void {
+    let reported = 0;
+    const metrics = this;
+    new Counter({
+      name,
+      help,
+      registers: [this.registry],
+      collect() {
+        const cluster = metrics.#server?.cluster;
+        if (!cluster) return;
+        const current = read(cluster.counters);
         this.inc(current - reported);
         reported = current;
       },

@@ -30,8 +30,15 @@ export class DeadlineTimer {
     this.#arm(next);
   }
 
+  /** Runs the timer again after `stop()` (a standby promoted to active). */
+  start(): void {
+    this.#stopped = false;
+    this.poke();
+  }
+
   stop(): void {
     this.#stopped = true;
+    this.#armedFor = Number.POSITIVE_INFINITY;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
   }

@@ -23,6 +23,8 @@ export interface LockNodeOptions {
   readonly clock?: Clock;
   readonly journal?: EngineJournal;
   readonly observer?: ServerObserver;
+  /** A cluster node starts as a standby and promotes by the cluster's rules. */
+  readonly startAs?: NodeRole;
 }
 
 /**
@@ -73,6 +75,7 @@ export class LockNode {
     }
     this.#timer = new DeadlineTimer(this.engine, this.clock);
     this.startedAt = this.clock.now();
+    if (options.startAs === "standby") this.setRole("standby", undefined);
   }
 
   get epoch(): bigint {
@@ -81,6 +84,27 @@ export class LockNode {
 
   get uptimeMs(): number {
     return Math.round(this.clock.now() - this.startedAt);
+  }
+
+  /**
+   * Takes a new, persisted epoch of at least `atLeast` and issues tokens from it (promotion, or
+   * moving above a rival's epoch). Every later token exceeds every token of earlier epochs.
+   */
+  takeEpoch(atLeast: bigint): bigint {
+    const epoch = this.#epochFile.takeNext(atLeast);
+    this.engine.moveToEpoch(epoch);
+    return epoch;
+  }
+
+  /**
+   * Switches role. Only the active runs lease and wait deadlines: a standby's holder table is a
+   * replica, and its leases are reclaimed by the active (or by this node once promoted).
+   */
+  setRole(role: NodeRole, activeAddress: string | undefined): void {
+    this.role = role;
+    this.activeAddress = activeAddress;
+    if (role === "active") this.#timer.start();
+    else this.#timer.stop();
   }
 
   /** Re-arms the deadline timer after requests that may have added an earlier deadline. */

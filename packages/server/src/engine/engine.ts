@@ -122,9 +122,11 @@ export class LockEngine<P> {
     return new Session<P>();
   }
 
-  /** Drops the session's queued acquires without events (their connection is gone). */
+  /**
+   * Drops the session's queued acquires without events (their connection is gone, or they were
+   * redirected to another node). The session stays usable.
+   */
   closeSession(session: Session<P>): number {
-    session.closed = true;
     let dropped = 0;
     for (let waiter = session.head; waiter; waiter = session.head) {
       this.#dropWaiter(waiter);
@@ -212,6 +214,65 @@ export class LockEngine<P> {
     const waiters: Array<{ key: string; id: string | undefined }> = [];
     for (let w = session.head; w; w = w.sessionNext) waiters.push({ key: w.state.key, id: w.id });
     return waiters;
+  }
+
+  /**
+   * Replication (a standby applying the active's stream): installs `token` as the holder of `key`
+   * with `leaseMs` left, replacing whatever this node had. Emits nothing; queues are not replicated.
+   */
+  installHolder(key: string, token: bigint, leaseMs: number, id: string | undefined): void {
+    let state = this.#keys.get(key);
+    if (state === undefined) {
+      state = new KeyState<P>(key, token, id);
+      this.#keys.set(key, state);
+    } else {
+      state.token = token;
+      state.holderId = id;
+    }
+    this.#heap.schedule(state, this.#clock.now() + leaseMs);
+  }
+
+  /** Replication: forgets `key` if `token` holds it (a release or expiry on the active). */
+  removeHolder(key: string, token: bigint): void {
+    const state = this.#keys.get(key);
+    if (state === undefined || state.token !== token) return;
+    for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
+    this.#heap.remove(state);
+    this.#keys.delete(key);
+  }
+
+  /** Forgets every holder and waiter (a standby about to load a snapshot, or a demoted node). */
+  clear(): void {
+    for (const state of this.#keys.values()) {
+      for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
+      this.#heap.remove(state);
+    }
+    this.#keys.clear();
+  }
+
+  /** Every holder with its remaining lease, for a snapshot. */
+  *holders(): Generator<{ key: string; token: bigint; remainingMs: number; id: string | undefined }> {
+    const now = this.#clock.now();
+    for (const state of this.#keys.values()) {
+      yield {
+        key: state.key,
+        token: state.token,
+        remainingMs: Math.max(0, Math.ceil(state.deadline - now)),
+        id: state.holderId,
+      };
+    }
+  }
+
+  /** The largest token among current holders (0 if none): a floor for the next epoch. */
+  maxHeldToken(): bigint {
+    let max = 0n;
+    for (const state of this.#keys.values()) if (state.token > max) max = state.token;
+    return max;
+  }
+
+  /** Moves token issuing to `epoch` (promotion); the caller has persisted it. */
+  moveToEpoch(epoch: bigint): void {
+    this.#tokens.moveToEpoch(epoch);
   }
 
   /** When `tick()` next has work: the earliest lease or wait deadline, if any. */

@@ -115,7 +115,6 @@ export class Waiter<P> implements DeadlineEntry {
 export class Session<P> {
   head: Waiter<P> | undefined = undefined;
   waiterCount = 0;
-  closed = false;
 
   add(waiter: Waiter<P>): void {
     waiter.sessionPrev = undefined;

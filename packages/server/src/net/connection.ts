@@ -13,6 +13,7 @@ import {
   RequestDecoder,
   type RequestOp,
 } from "@lock/protocol";
+import type { Cluster, PeerSession } from "../cluster/cluster.js";
 import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
@@ -26,6 +27,8 @@ export interface ConnectionContext {
   readonly auth: SecretChecker | undefined;
   readonly version: string;
   connectionCount(): number;
+  /** Set when this node is part of a cluster: peer frames go to it. */
+  readonly cluster: Cluster | undefined;
   /** Called once when the connection is gone, whatever closed it. */
   onClose(connection: ClientConnection): void;
 }
@@ -39,7 +42,7 @@ export interface ConnectionContext {
  * the connection stops reading requests until the socket drains, so a client that never reads
  * cannot grow the server's memory.
  */
-export class ClientConnection implements AcquireSink {
+export class ClientConnection implements AcquireSink, PeerSession {
   readonly #socket: Socket;
   readonly #ctx: ConnectionContext;
   readonly #decoder: RequestDecoder;
@@ -51,6 +54,9 @@ export class ClientConnection implements AcquireSink {
   #closing = false;
   #closed = false;
   #authTimer: NodeJS.Timeout | undefined;
+  /** Set when a peer node identified itself on this connection (`!J`). */
+  peer: string | undefined = undefined;
+  pendingAck: bigint | undefined = undefined;
 
   constructor(socket: Socket, ctx: ConnectionContext) {
     this.#socket = socket;
@@ -121,14 +127,48 @@ export class ClientConnection implements AcquireSink {
     this.#socket.destroy();
   }
 
+  /** Writes a raw line (peer acknowledgements). */
+  sendRaw(line: string): void {
+    if (this.#closed) return;
+    this.#out += line;
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      process.nextTick(this.#flush);
+    }
+  }
+
+  /** Stops reading requests (during a handoff); peer links keep flowing. */
+  pauseReading(): void {
+    if (this.peer === undefined) this.#socket.pause();
+  }
+
+  resumeReading(): void {
+    this.#socket.resume();
+  }
+
+  /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
+  redirectPending(address: string): void {
+    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
+      this.#send(
+        id === undefined ? { kind: "M", op: "A", key, address } : { kind: "M", op: "A", key, address, id },
+      );
+    }
+    this.#ctx.node.engine.closeSession(this.#session);
+    this.#pending = 0;
+  }
+
   #onData(chunk: Buffer): void {
     if (this.#closing) return;
+    let peerFrames = false;
     for (const frame of this.#decoder.push(chunk)) {
       if (this.#closing) break;
       if (isDecodeError(frame)) this.#replyDecodeError(frame);
-      else if (isPeerFrame(frame)) this.#handlePeerFrame(frame);
-      else this.#handle(frame);
+      else if (isPeerFrame(frame)) {
+        peerFrames = true;
+        this.#handlePeerFrame(frame);
+      } else this.#handle(frame);
     }
+    if (peerFrames) this.#ctx.cluster?.flushAcks(this);
     this.#ctx.node.afterRequests();
   }
 
@@ -141,7 +181,12 @@ export class ClientConnection implements AcquireSink {
       this.#error(request.op, key, id, "NOT_AUTHENTICATED", "authenticate first with H <secret>");
       return;
     }
-    const engine = this.#ctx.node.engine;
+    const node = this.#ctx.node;
+    if (node.role !== "active" && request.op !== "P" && request.op !== "H" && request.op !== "I") {
+      this.#redirect(request, node.activeAddress);
+      return;
+    }
+    const engine = node.engine;
     switch (request.op) {
       case "A": {
         const { key, id } = request;
@@ -269,8 +314,32 @@ export class ClientConnection implements AcquireSink {
     ]);
   }
 
-  #handlePeerFrame(_frame: PeerFrame): void {
-    this.#error("?", "-", undefined, "BAD_SYNTAX", "peer frames are only accepted on cluster links");
+  /** A standby answers lock verbs with the active's address, or `NO_ACTIVE` while it knows none. */
+  #redirect(request: Request, address: string | undefined): void {
+    const key = "key" in request ? request.key : "-";
+    const id = "id" in request ? request.id : undefined;
+    if (address === undefined) {
+      this.#error(request.op, key, id, "NO_ACTIVE", "no active node is known yet; retry shortly");
+    } else {
+      this.#send(
+        id === undefined
+          ? { kind: "M", op: request.op, key, address }
+          : { kind: "M", op: request.op, key, address, id },
+      );
+    }
+  }
+
+  #handlePeerFrame(frame: PeerFrame): void {
+    const cluster = this.#ctx.cluster;
+    if (cluster === undefined) {
+      this.#error("?", "-", undefined, "BAD_SYNTAX", "peer frames are only accepted by a cluster node");
+      return;
+    }
+    if (!this.#authenticated) {
+      this.#error("?", "-", undefined, "NOT_AUTHENTICATED", "authenticate first with H <secret>");
+      return;
+    }
+    cluster.onPeerFrame(this, frame);
   }
 
   #replyDecodeError(error: DecodeError): void {

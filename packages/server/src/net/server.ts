@@ -1,6 +1,9 @@
 import { createServer as createTcpServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer } from "node:tls";
 import { encodeReply } from "@lock/protocol";
+import { Cluster, type ClusterEvents } from "../cluster/cluster.js";
+import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../cluster/membership.js";
+import { Replicator } from "../cluster/replicator.js";
 import type { Clock } from "../engine/clock.js";
 import type { EngineJournal } from "../engine/engine.js";
 import { resolveLimits, type ServerLimits } from "../limits.js";
@@ -30,6 +33,19 @@ export interface LockServerOptions {
   readonly clock?: Clock;
   readonly journal?: EngineJournal;
   readonly observer?: ServerObserver;
+  /** Run as one node of an active/standby cluster. */
+  readonly cluster?: LockClusterOptions;
+}
+
+export interface LockClusterOptions {
+  /** Every node's advertised `host:port`, highest priority first; includes this node's `advertise`. */
+  readonly peers: readonly string[];
+  readonly timing?: Partial<ClusterTiming>;
+  /** How long a handoff waits for the successor's acknowledgement. Default 2 s. */
+  readonly handoffTimeoutMs?: number;
+  readonly events?: Partial<ClusterEvents>;
+  /** TLS options for dialling peers (e.g. `ca`), when the cluster runs TLS. */
+  readonly tls?: import("node:tls").ConnectionOptions;
 }
 
 export const DEFAULT_PORT = 7420;
@@ -44,6 +60,8 @@ export class LockServer {
   readonly limits: ServerLimits;
   readonly #server: Server;
   readonly #connections = new Set<ClientConnection>();
+  /** Set when this server is a cluster node. */
+  cluster: Cluster | undefined;
   #closing: Promise<void> | undefined;
 
   private constructor(node: LockNode, server: Server, limits: ServerLimits) {
@@ -68,6 +86,7 @@ export class LockServer {
     });
     const bound = server.address();
     const port = typeof bound === "object" && bound ? bound.port : (options.port ?? DEFAULT_PORT);
+    const replicator = options.cluster ? new Replicator(() => performance.now()) : undefined;
     let node: LockNode;
     try {
       node = new LockNode({
@@ -76,6 +95,7 @@ export class LockServer {
         advertise: options.advertise ?? formatAddress(host, port),
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.journal ? { journal: options.journal } : {}),
+        ...(replicator ? { journal: replicator, startAs: "standby" as const } : {}),
         ...(options.observer ? { observer: options.observer } : {}),
       });
     } catch (error) {
@@ -83,7 +103,9 @@ export class LockServer {
       throw error;
     }
     const lockServer = new LockServer(node, server, limits);
+    if (options.cluster && replicator) lockServer.#joinCluster(options, options.cluster, replicator);
     lockServer.#accept(options);
+    lockServer.cluster?.start();
     return lockServer;
   }
 
@@ -115,6 +137,7 @@ export class LockServer {
       auth,
       version: options.version ?? "0.0.0",
       connectionCount: () => this.#connections.size,
+      cluster: this.cluster,
       onClose: (connection) => this.#connections.delete(connection),
     };
     const event = options.tls ? "secureConnection" : "connection";
@@ -129,7 +152,37 @@ export class LockServer {
     this.#server.on("tlsClientError", () => {});
   }
 
+  #joinCluster(options: LockServerOptions, cluster: LockClusterOptions, replicator: Replicator): void {
+    const connections = this.#connections;
+    this.cluster = new Cluster(
+      this.node,
+      replicator,
+      {
+        redirectPending: (address) => {
+          for (const connection of connections) connection.redirectPending(address);
+        },
+        pauseClients: () => {
+          for (const connection of connections) connection.pauseReading();
+        },
+        resumeClients: () => {
+          for (const connection of connections) connection.resumeReading();
+        },
+      },
+      { roleChanged: cluster.events?.roleChanged ?? (() => {}) },
+      {
+        peers: cluster.peers,
+        advertise: this.node.advertise,
+        timing: { ...DEFAULT_CLUSTER_TIMING, ...cluster.timing },
+        authToken: options.authToken,
+        tls: cluster.tls ?? (options.tls ? {} : undefined),
+        handoffTimeoutMs: cluster.handoffTimeoutMs ?? 2_000,
+      },
+    );
+  }
+
   async #shutdown(graceMs: number): Promise<void> {
+    // A cluster's active hands its role to a standby first, so clients move with no gap.
+    await this.cluster?.stop();
     const stopped = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     for (const connection of this.#connections)
       connection.shutdown("SHUTTING_DOWN", "the server is shutting down");

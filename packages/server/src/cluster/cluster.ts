@@ -1,0 +1,323 @@
+import type { ConnectionOptions } from "node:tls";
+import { encodePeer, type NodeRole, type PeerFrame } from "@lock/protocol";
+import type { LockNode } from "../node.js";
+import { type ClusterTiming, type Decision, Membership, type PeerState } from "./membership.js";
+import { PeerLink } from "./peer-link.js";
+import type { Replicator } from "./replicator.js";
+
+/** The server-side operations a role change needs. */
+export interface ClusterServerHooks {
+  /** Answers every queued acquire with `M` to `address` and drops it. */
+  redirectPending(address: string): void;
+  /** Stops (and resumes) reading client requests: a handoff must not grant while it runs. */
+  pauseClients(): void;
+  resumeClients(): void;
+}
+
+/** An incoming connection from a peer, as the cluster sees it. */
+export interface PeerSession {
+  /** The peer's advertised address, once it sent `!J`. */
+  peer: string | undefined;
+  /** Last replication sequence applied from this session and not yet acknowledged. */
+  pendingAck: bigint | undefined;
+  sendRaw(line: string): void;
+}
+
+export interface ClusterOptions {
+  readonly peers: readonly string[];
+  readonly advertise: string;
+  readonly timing: ClusterTiming;
+  readonly authToken: string | undefined;
+  readonly tls: ConnectionOptions | undefined;
+  readonly handoffTimeoutMs: number;
+}
+
+export interface ClusterEvents {
+  roleChanged(role: NodeRole, reason: string, epoch: bigint): void;
+}
+
+/**
+ * One node's part in the active/standby cluster: heartbeats to every peer, the decisions of
+ * `Membership` carried out (promote, demote, raise the epoch, hand off), the replication stream
+ * while active, and the replica applied while standby. docs/consistency.md has the timelines.
+ */
+export class Cluster {
+  readonly membership: Membership;
+  readonly #node: LockNode;
+  readonly #replicator: Replicator;
+  readonly #hooks: ClusterServerHooks;
+  readonly #events: ClusterEvents;
+  readonly #options: ClusterOptions;
+  readonly #links = new Map<number, PeerLink>();
+  readonly #peerRoles = new Map<number, NodeRole | undefined>();
+  #timer: NodeJS.Timeout | undefined;
+  #busy = false;
+  /** The peer whose snapshot this standby holds. */
+  #replicaOf: string | undefined;
+  readonly counters = { promotions: 0, demotions: 0, handoffs: 0, epochRaises: 0 };
+
+  constructor(
+    node: LockNode,
+    replicator: Replicator,
+    hooks: ClusterServerHooks,
+    events: ClusterEvents,
+    options: ClusterOptions,
+  ) {
+    this.#node = node;
+    this.#replicator = replicator;
+    this.#hooks = hooks;
+    this.#events = events;
+    this.#options = options;
+    this.membership = new Membership(options.peers, options.advertise, options.timing, node.clock);
+    this.membership.noteEpoch(node.epoch);
+  }
+
+  start(): void {
+    for (const peer of this.membership.peers) {
+      if (peer.index === this.membership.self) continue;
+      const link = new PeerLink({
+        address: peer.address,
+        authToken: this.#options.authToken,
+        tls: this.#options.tls,
+        retryMs: this.#options.timing.heartbeatMs,
+        maxBufferedBytes: 64 * 1024 * 1024,
+        hello: () =>
+          encodePeer({
+            peer: "J",
+            node: this.membership.selfAddress,
+            role: this.#node.role,
+            epoch: this.#node.epoch,
+          }),
+        onConnect: (connected) => this.#replicator.disconnected(connected),
+        onDisconnect: (gone) => this.#replicator.disconnected(gone),
+        onFrame: (from, frame) => {
+          if (frame.peer === "K") this.#replicator.acknowledged(from, frame.seq);
+        },
+      });
+      this.#links.set(peer.index, link);
+    }
+    this.#timer = setInterval(() => this.#tick(), this.#options.timing.heartbeatMs);
+  }
+
+  /**
+   * Graceful stop: if this node is the active and a synced standby is live, hand the role to the
+   * highest-priority one first, so clients move over with no gap. Then close the peer links.
+   */
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    if (this.#node.role === "active" && !this.#busy) {
+      const successor = this.membership.peers.find(
+        (peer) => peer.index !== this.membership.self && this.#isSyncedStandby(peer),
+      );
+      if (successor) await this.#handoff(successor, "shutdown");
+    }
+    for (const link of this.#links.values()) link.close();
+  }
+
+  /** Status of every peer, for `/status`. */
+  peerStatus() {
+    return this.membership.peers.map((peer) => {
+      const link = this.#links.get(peer.index);
+      const self = peer.index === this.membership.self;
+      return {
+        address: peer.address,
+        priority: peer.index,
+        self,
+        role: self ? this.#node.role : (peer.role ?? null),
+        epoch: (self ? this.#node.epoch : peer.epoch).toString(),
+        live: this.membership.isLive(peer),
+        linkConnected: self ? null : (link?.connected ?? false),
+        replicationLag: link && this.#node.role === "active" ? (this.#replicator.lag(link) ?? null) : null,
+      };
+    });
+  }
+
+  /** A frame from a peer's incoming connection (its heartbeats; the active's stream). */
+  onPeerFrame(session: PeerSession, frame: PeerFrame): void {
+    switch (frame.peer) {
+      case "J":
+        session.peer = frame.node;
+        this.#heard(frame.node, frame.role, frame.epoch, undefined);
+        return;
+      case "B":
+        session.peer = frame.node;
+        this.#heard(frame.node, frame.role, frame.epoch, frame.active);
+        return;
+      case "S":
+        if (this.#node.role === "active" || session.peer === undefined) return;
+        this.membership.noteEpoch(frame.epoch);
+        this.#node.engine.clear();
+        this.#replicaOf = session.peer;
+        this.#node.activeAddress = session.peer;
+        return;
+      case "K":
+        return;
+    }
+    if (session.peer === undefined || session.peer !== this.#replicaOf || this.#node.role === "active")
+      return;
+    const engine = this.#node.engine;
+    switch (frame.peer) {
+      case "h":
+        engine.installHolder(frame.key, frame.token, frame.remainingMs, frame.id);
+        return;
+      case "s":
+        session.pendingAck = frame.seq;
+        return;
+      case "G":
+        engine.installHolder(frame.key, frame.token, frame.leaseMs, frame.id);
+        break;
+      case "F":
+        engine.removeHolder(frame.key, frame.token);
+        break;
+      case "X":
+        engine.installHolder(frame.key, frame.token, frame.leaseMs, engine.holder(frame.key)?.id);
+        break;
+      case "P":
+        this.membership.noteEpoch(frame.epoch);
+        break;
+      case "O":
+        this.membership.noteEpoch(frame.epoch);
+        this.#promote("handoff");
+        // Acknowledge at once: the old active redirects its clients only after this.
+        session.sendRaw(encodePeer({ peer: "K", seq: frame.seq }));
+        return;
+    }
+    session.pendingAck = frame.seq;
+  }
+
+  /** After a batch of peer frames from `session`: acknowledge what was applied. */
+  flushAcks(session: PeerSession): void {
+    if (session.pendingAck === undefined) return;
+    session.sendRaw(encodePeer({ peer: "K", seq: session.pendingAck }));
+    session.pendingAck = undefined;
+  }
+
+  #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined): void {
+    const peer = this.membership.heard(address, role, epoch, active);
+    if (!peer) return;
+    const previous = this.#peerRoles.get(peer.index);
+    this.#peerRoles.set(peer.index, role);
+    // A peer that was active and is now a standby holds someone else's state: it needs our snapshot.
+    const link = this.#links.get(peer.index);
+    if (previous === "active" && role === "standby" && link) this.#replicator.disconnected(link);
+  }
+
+  #tick(): void {
+    const heartbeat = encodePeer({
+      peer: "B",
+      node: this.membership.selfAddress,
+      role: this.#node.role,
+      epoch: this.#node.epoch,
+      ...(this.#node.activeAddress ? { active: this.#node.activeAddress } : {}),
+    });
+    for (const link of this.#links.values()) link.send(heartbeat);
+    if (this.#node.role === "standby" && !this.#busy) {
+      const active = this.membership.liveActive();
+      this.#node.activeAddress = active?.address;
+    }
+    if (this.#node.role === "active") this.#snapshotNewStandbys();
+    this.#act(
+      this.membership.decide({ role: this.#node.role, epoch: this.#node.epoch, busy: this.#busy }, (peer) =>
+        this.#isSyncedStandby(peer),
+      ),
+    );
+  }
+
+  #act(decision: Decision): void {
+    switch (decision.action) {
+      case "promote":
+        this.#promote("no live active or higher-priority node");
+        return;
+      case "demote":
+        this.#demote(decision.to);
+        return;
+      case "raise-epoch": {
+        const epoch = this.#node.takeEpoch(decision.above + 1n);
+        this.membership.noteEpoch(epoch);
+        this.#replicator.announceEpoch(epoch);
+        this.counters.epochRaises += 1;
+        this.#events.roleChanged("active", `raised epoch above a rival active's ${decision.above}`, epoch);
+        return;
+      }
+      case "handoff":
+        void this.#handoff(decision.to, "a higher-priority node is back and synced");
+        return;
+    }
+  }
+
+  #snapshotNewStandbys(): void {
+    for (const [index, link] of this.#links) {
+      const peer = this.membership.peers[index]!;
+      if (!link.connected || peer.role !== "standby" || !this.membership.isLive(peer)) continue;
+      if (!this.#replicator.isStreaming(link))
+        this.#replicator.sendSnapshot(link, this.#node.engine, this.#node.epoch);
+    }
+  }
+
+  #isSyncedStandby(peer: PeerState): boolean {
+    const link = this.#links.get(peer.index);
+    return (
+      peer.role === "standby" &&
+      this.membership.isLive(peer) &&
+      link !== undefined &&
+      this.#replicator.isSynced(link)
+    );
+  }
+
+  /** Becomes the active with an epoch above every epoch seen, so its tokens exceed all earlier ones. */
+  #promote(reason: string): void {
+    const floor = [
+      this.membership.maxEpochSeen,
+      this.#node.epoch,
+      this.#node.engine.maxHeldToken() >> 40n,
+    ].reduce((a, b) => (a > b ? a : b));
+    const epoch = this.#node.takeEpoch(floor + 1n);
+    this.membership.noteEpoch(epoch);
+    this.#replicaOf = undefined;
+    this.#replicator.stopAll();
+    this.#replicator.enabled = true;
+    this.#node.setRole("active", this.membership.selfAddress);
+    this.counters.promotions += 1;
+    this.#events.roleChanged("active", reason, epoch);
+    this.#tick();
+  }
+
+  /** Steps down for a higher-priority active: its clients are redirected, its state dropped. */
+  #demote(to: PeerState): void {
+    this.#replicator.enabled = false;
+    this.#replicator.stopAll();
+    this.#node.setRole("standby", to.address);
+    this.#hooks.redirectPending(to.address);
+    this.#node.engine.clear();
+    this.counters.demotions += 1;
+    this.#events.roleChanged("standby", `a higher-priority active is live (${to.address})`, this.#node.epoch);
+  }
+
+  /**
+   * Hands the active role to `to`: stop reading clients, send the handoff after the whole stream,
+   * wait for the successor to promote and acknowledge, then redirect queued acquires to it.
+   */
+  async #handoff(to: PeerState, reason: string): Promise<void> {
+    const link = this.#links.get(to.index);
+    if (!link) return;
+    this.#busy = true;
+    this.#hooks.pauseClients();
+    try {
+      const acked = await this.#replicator.handoff(link, this.#node.epoch, this.#options.handoffTimeoutMs);
+      if (!acked) return;
+      this.#replicator.enabled = false;
+      this.#replicator.stopAll();
+      this.#node.setRole("standby", to.address);
+      this.#hooks.redirectPending(to.address);
+      this.#node.engine.clear();
+      this.#peerRoles.set(to.index, "active");
+      to.role = "active";
+      this.counters.handoffs += 1;
+      this.#events.roleChanged("standby", `handed off to ${to.address}: ${reason}`, this.#node.epoch);
+    } finally {
+      this.#hooks.resumeClients();
+      this.#busy = false;
+    }
+  }
+}

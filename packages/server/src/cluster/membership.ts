@@ -1,0 +1,137 @@
+import type { NodeRole } from "@lock/protocol";
+import type { Clock } from "../engine/clock.js";
+
+/**
+ * Who is alive and who should be active: the cluster's promotion rules as a pure unit, driven by
+ * heartbeats and a clock. No quorum: the peers list order is the priority (index 0 highest), and the
+ * highest-priority live node is the active.
+ *
+ * `decide()` is called on every heartbeat tick and after every heartbeat received; it returns the
+ * one thing this node should do now. It never acts itself.
+ */
+export interface ClusterTiming {
+  /** How often each node sends a heartbeat to every peer. */
+  readonly heartbeatMs: number;
+  /** A peer not heard from for this long is dead. Also the startup grace before a first promotion. */
+  readonly peerTimeoutMs: number;
+}
+
+export const DEFAULT_CLUSTER_TIMING: ClusterTiming = { heartbeatMs: 100, peerTimeoutMs: 500 };
+
+export interface PeerState {
+  readonly index: number;
+  readonly address: string;
+  lastHeardAt: number | undefined;
+  role: NodeRole | undefined;
+  epoch: bigint;
+  /** The active this peer knows of. */
+  active: string | undefined;
+}
+
+/** This node's own state, as `decide` needs it. */
+export interface SelfState {
+  readonly role: NodeRole;
+  readonly epoch: bigint;
+  /** True while a handoff or promotion is under way: decide nothing new. */
+  readonly busy: boolean;
+}
+
+export type Decision =
+  | { readonly action: "none" }
+  /** No live active and no live higher-priority peer: become the active. */
+  | { readonly action: "promote" }
+  /** A live higher-priority node is active: step down and follow it. */
+  | { readonly action: "demote"; readonly to: PeerState }
+  /** A lower-priority node is active too (a healed partition): stay, with an epoch above `above`. */
+  | { readonly action: "raise-epoch"; readonly above: bigint }
+  /** A live, synced higher-priority standby exists: hand the active role to it. */
+  | { readonly action: "handoff"; readonly to: PeerState };
+
+export class Membership {
+  readonly peers: readonly PeerState[];
+  readonly self: number;
+  readonly timing: ClusterTiming;
+  readonly #clock: Clock;
+  readonly #startedAt: number;
+  #maxEpochSeen = 0n;
+
+  constructor(addresses: readonly string[], self: string, timing: ClusterTiming, clock: Clock) {
+    const index = addresses.indexOf(self);
+    if (index < 0) throw new Error(`this node (${self}) is not in the peers list (${addresses.join(",")})`);
+    if (new Set(addresses).size !== addresses.length) throw new Error("the peers list has duplicates");
+    this.self = index;
+    this.timing = timing;
+    this.#clock = clock;
+    this.#startedAt = clock.now();
+    this.peers = addresses.map((address, i) => ({
+      index: i,
+      address,
+      lastHeardAt: undefined,
+      role: undefined,
+      epoch: 0n,
+      active: undefined,
+    }));
+  }
+
+  get selfAddress(): string {
+    return this.peers[this.self]!.address;
+  }
+
+  /** The highest epoch this node has heard of from any peer, or noted itself. */
+  get maxEpochSeen(): bigint {
+    return this.#maxEpochSeen;
+  }
+
+  noteEpoch(epoch: bigint): void {
+    if (epoch > this.#maxEpochSeen) this.#maxEpochSeen = epoch;
+  }
+
+  peerByAddress(address: string): PeerState | undefined {
+    return this.peers.find((peer) => peer.address === address);
+  }
+
+  /** Records a heartbeat (or join) from `address`. Unknown senders are ignored. */
+  heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined): PeerState | undefined {
+    const peer = this.peerByAddress(address);
+    if (peer === undefined || peer.index === this.self) return undefined;
+    peer.lastHeardAt = this.#clock.now();
+    peer.role = role;
+    peer.epoch = epoch;
+    peer.active = active;
+    this.noteEpoch(epoch);
+    return peer;
+  }
+
+  isLive(peer: PeerState): boolean {
+    if (peer.index === this.self) return true;
+    return (
+      peer.lastHeardAt !== undefined && this.#clock.now() - peer.lastHeardAt <= this.timing.peerTimeoutMs
+    );
+  }
+
+  /** The live active with the highest priority other than this node, if any. */
+  liveActive(): PeerState | undefined {
+    return this.peers.find((peer) => peer.index !== this.self && peer.role === "active" && this.isLive(peer));
+  }
+
+  /** `synced(peer)`: the peer has applied this node's snapshot (only asked while active). */
+  decide(me: SelfState, synced: (peer: PeerState) => boolean): Decision {
+    if (me.busy) return { action: "none" };
+    const others = this.peers.filter((peer) => peer.index !== this.self && this.isLive(peer));
+    const higher = others.filter((peer) => peer.index < this.self);
+    if (me.role === "active") {
+      const higherActive = higher.find((peer) => peer.role === "active");
+      if (higherActive) return { action: "demote", to: higherActive };
+      const rival = others.find((peer) => peer.role === "active" && peer.epoch >= me.epoch);
+      if (rival) return { action: "raise-epoch", above: rival.epoch };
+      const successor = higher.find((peer) => peer.role === "standby" && synced(peer));
+      if (successor) return { action: "handoff", to: successor };
+      return { action: "none" };
+    }
+    // A standby waits one timeout after start to hear from the others before it may promote.
+    if (this.#clock.now() - this.#startedAt < this.timing.peerTimeoutMs) return { action: "none" };
+    if (higher.length > 0) return { action: "none" };
+    if (others.some((peer) => peer.role === "active")) return { action: "none" };
+    return { action: "promote" };
+  }
+}
