@@ -1,18 +1,24 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 
+/** Which way bytes flow through the proxy: client to lockd, or lockd to client. */
+export type ProxyDirection = "toServer" | "toClient";
+
 /**
  * A TCP proxy between a client and a lockd, for failure tests: `cut()` drops every connection
  * and refuses new ones (a partition), `heal()` lets traffic through again, `delayMs` holds every
  * chunk back in both directions (a slow link), `freeze()` stops forwarding without closing
- * anything (a black hole) until `heal()`.
+ * anything (a black hole) until `heal()`; `freeze("toClient")` lets requests through but holds the
+ * replies (a lost reply). `bytes` counts what was forwarded each way, so a test can tell which of
+ * several proxies carried a request.
  */
 export class FaultProxy {
   readonly #server: Server;
   readonly #pairs = new Set<{ client: Socket; upstream: Socket }>();
   #targetPort: number;
   #cut = false;
-  #frozen = false;
+  readonly #frozen = { toServer: false, toClient: false };
   #held: Array<() => void> = [];
+  readonly #bytes = { toServer: 0, toClient: 0 };
   delayMs = 0;
 
   private constructor(server: Server, targetPort: number) {
@@ -61,15 +67,22 @@ export class FaultProxy {
     this.#pairs.clear();
   }
 
-  /** Stops forwarding bytes without closing anything, until `heal()`. */
-  freeze(): void {
-    this.#frozen = true;
+  /** Stops forwarding bytes (both ways, or one way) without closing anything, until `heal()`. */
+  freeze(direction: ProxyDirection | "both" = "both"): void {
+    if (direction !== "toClient") this.#frozen.toServer = true;
+    if (direction !== "toServer") this.#frozen.toClient = true;
   }
 
   heal(): void {
     this.#cut = false;
-    this.#frozen = false;
+    this.#frozen.toServer = false;
+    this.#frozen.toClient = false;
     for (const release of this.#held.splice(0)) release();
+  }
+
+  /** Bytes received for forwarding so far, each way (held and delayed bytes included). */
+  get bytes(): Readonly<Record<ProxyDirection, number>> {
+    return { ...this.#bytes };
   }
 
   async close(): Promise<void> {
@@ -100,19 +113,20 @@ export class FaultProxy {
     client.on("close", drop);
     upstream.on("close", drop);
     upstream.once("connect", () => {
-      this.#pipe(client, upstream);
-      this.#pipe(upstream, client);
+      this.#pipe(client, upstream, "toServer");
+      this.#pipe(upstream, client, "toClient");
       client.resume();
     });
   }
 
-  #pipe(from: Socket, to: Socket): void {
+  #pipe(from: Socket, to: Socket, direction: ProxyDirection): void {
     from.on("data", (chunk: Buffer) => {
+      this.#bytes[direction] += chunk.length;
       const forward = () => {
         if (!to.destroyed) to.write(chunk);
       };
       const send = () => (this.delayMs > 0 ? setTimeout(forward, this.delayMs) : forward());
-      if (this.#frozen) this.#held.push(send);
+      if (this.#frozen[direction]) this.#held.push(send);
       else send();
     });
   }

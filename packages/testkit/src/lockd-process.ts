@@ -33,6 +33,10 @@ export interface ReadyInfo {
 export class LockdProcess {
   readonly dataDir: string;
   readonly logs: Array<Record<string, unknown>> = [];
+  readonly #logWaiters: Array<{
+    match(entry: Record<string, unknown>): boolean;
+    resolve(entry: Record<string, unknown>): void;
+  }> = [];
   readonly stderr: string[] = [];
   #child: ChildProcess | undefined;
   #ready: ReadyInfo | undefined;
@@ -107,6 +111,40 @@ export class LockdProcess {
     await this.#spawn(this.#ready?.port ?? this.#options.port ?? 0);
   }
 
+  /**
+   * Resolves with the first log entry (from now on, or already logged since `since`) that `match`
+   * accepts, e.g. `lockd.waitForLog((e) => e.msg === "role changed" && e.role === "active")`.
+   */
+  waitForLog(
+    match: (entry: Record<string, unknown>) => boolean,
+    { since = this.logs.length, timeoutMs = 10_000 }: { since?: number; timeoutMs?: number } = {},
+  ): Promise<Record<string, unknown>> {
+    const earlier = this.logs.slice(since).find(match);
+    if (earlier) return Promise.resolve(earlier);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#logWaiters.splice(this.#logWaiters.indexOf(waiter), 1);
+        reject(new Error(`no matching log entry within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const waiter = {
+        match,
+        resolve: (entry: Record<string, unknown>) => {
+          clearTimeout(timer);
+          resolve(entry);
+        },
+      };
+      this.#logWaiters.push(waiter);
+    });
+  }
+
+  /** Waits for this node to log a role change to `role`. */
+  waitForRole(
+    role: "active" | "standby",
+    options?: { since?: number; timeoutMs?: number },
+  ): Promise<Record<string, unknown>> {
+    return this.waitForLog((entry) => entry.msg === "role changed" && entry.role === role, options);
+  }
+
   /** The process's exit, once it exits. */
   exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     if (!this.#exit) throw new Error("lockd was never started");
@@ -155,6 +193,12 @@ export class LockdProcess {
           return;
         }
         this.logs.push(entry);
+        for (const waiter of [...this.#logWaiters]) {
+          if (waiter.match(entry)) {
+            this.#logWaiters.splice(this.#logWaiters.indexOf(waiter), 1);
+            waiter.resolve(entry);
+          }
+        }
         if (entry.msg === "lockd ready") {
           resolve({
             port: entry.port as number,

@@ -52,6 +52,7 @@ export class Cluster {
   readonly #peerRoles = new Map<number, NodeRole | undefined>();
   #timer: NodeJS.Timeout | undefined;
   #busy = false;
+  #handingOff = false;
   /** The peer whose snapshot this standby holds. */
   #replicaOf: string | undefined;
   readonly counters = { promotions: 0, demotions: 0, handoffs: 0, epochRaises: 0 };
@@ -176,12 +177,16 @@ export class Cluster {
       case "P":
         this.membership.noteEpoch(frame.epoch);
         break;
-      case "O":
+      case "O": {
         this.membership.noteEpoch(frame.epoch);
+        // The sender stops serving as it sends this; its earlier heartbeats said "active".
+        const from = this.membership.peerByAddress(session.peer);
+        if (from) from.role = "standby";
         this.#promote("handoff");
         // Acknowledge at once: the old active redirects its clients only after this.
         session.sendRaw(encodePeer({ peer: "K", seq: frame.seq }));
         return;
+      }
     }
     session.pendingAck = frame.seq;
   }
@@ -207,7 +212,8 @@ export class Cluster {
     const heartbeat = encodePeer({
       peer: "B",
       node: this.membership.selfAddress,
-      role: this.#node.role,
+      // While handing off this node no longer serves: the successor must not see a rival active.
+      role: this.#handingOff ? "standby" : this.#node.role,
       epoch: this.#node.epoch,
       ...(this.#node.activeAddress ? { active: this.#node.activeAddress } : {}),
     });
@@ -302,6 +308,7 @@ export class Cluster {
     const link = this.#links.get(to.index);
     if (!link) return;
     this.#busy = true;
+    this.#handingOff = true;
     this.#hooks.pauseClients();
     try {
       const acked = await this.#replicator.handoff(link, this.#node.epoch, this.#options.handoffTimeoutMs);
@@ -317,6 +324,7 @@ export class Cluster {
       this.#events.roleChanged("standby", `handed off to ${to.address}: ${reason}`, this.#node.epoch);
     } finally {
       this.#hooks.resumeClients();
+      this.#handingOff = false;
       this.#busy = false;
     }
   }

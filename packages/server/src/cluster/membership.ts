@@ -42,7 +42,7 @@ export type Decision =
   | { readonly action: "promote" }
   /** A live higher-priority node is active: step down and follow it. */
   | { readonly action: "demote"; readonly to: PeerState }
-  /** A lower-priority node is active too (a healed partition): stay, with an epoch above `above`. */
+  /** A peer reports this node's epoch or a later one (a healed partition): stay, above `above`. */
   | { readonly action: "raise-epoch"; readonly above: bigint }
   /** A live, synced higher-priority standby exists: hand the active role to it. */
   | { readonly action: "handoff"; readonly to: PeerState };
@@ -122,8 +122,13 @@ export class Membership {
     if (me.role === "active") {
       const higherActive = higher.find((peer) => peer.role === "active");
       if (higherActive) return { action: "demote", to: higherActive };
-      const rival = others.find((peer) => peer.role === "active" && peer.epoch >= me.epoch);
-      if (rival) return { action: "raise-epoch", above: rival.epoch };
+      // Any peer at this epoch or above may have issued tokens this node's next ones would not
+      // exceed (a rival active, just demoted or not, after a partition): move above it first.
+      const rival = others.reduce<bigint | undefined>(
+        (max, peer) => (peer.epoch >= me.epoch && (max === undefined || peer.epoch > max) ? peer.epoch : max),
+        undefined,
+      );
+      if (rival !== undefined) return { action: "raise-epoch", above: rival };
       const successor = higher.find((peer) => peer.role === "standby" && synced(peer));
       if (successor) return { action: "handoff", to: successor };
       return { action: "none" };

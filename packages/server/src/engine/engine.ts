@@ -209,11 +209,12 @@ export class LockEngine<P> {
     return waiter.payload;
   }
 
-  /** The session's queued acquires (key and id), e.g. to redirect them before a handoff. */
+  /** The session's queued acquires (key and id) in the order they arrived, e.g. to redirect them. */
   sessionWaiters(session: Session<P>): Array<{ key: string; id: string | undefined }> {
     const waiters: Array<{ key: string; id: string | undefined }> = [];
+    // The session list is newest first.
     for (let w = session.head; w; w = w.sessionNext) waiters.push({ key: w.state.key, id: w.id });
-    return waiters;
+    return waiters.reverse();
   }
 
   /**

@@ -1,0 +1,146 @@
+import { LineClient, LockdCluster } from "@lock/testkit";
+import { afterEach, describe, expect, it } from "vitest";
+
+/**
+ * The active/standby cluster with real lockd processes: failover on kill -9, graceful handoff on
+ * SIGTERM, takeover by a returning higher-priority node, demotion after a healed partition, and
+ * redirects. Timing flags (50 ms heartbeats, 300 ms peer timeout) come from LockdCluster.
+ */
+const clusters: LockdCluster[] = [];
+const clients: LineClient[] = [];
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.close();
+  for (const cluster of clusters.splice(0)) await cluster.dispose();
+});
+
+async function start(nodes: number): Promise<LockdCluster> {
+  const cluster = await LockdCluster.start({ nodes });
+  clusters.push(cluster);
+  await cluster.nodes[0]!.waitForRole("active", { since: 0 });
+  return cluster;
+}
+
+async function connect(cluster: LockdCluster, i: number): Promise<LineClient> {
+  const client = await cluster.connect(i);
+  clients.push(client);
+  return client;
+}
+
+const tokenOf = (line: string) => BigInt(line.split(" ")[2]!);
+
+/** Acquires `key` on node i (expects an immediate grant) and returns its token. */
+async function grant(cluster: LockdCluster, i: number, key: string, lease = "30"): Promise<bigint> {
+  const client = await connect(cluster, i);
+  const reply = await client.request(`A ${key} ${lease} 0 ${key.replace(/[^A-Za-z0-9]/g, "")}x`);
+  expect(reply).toMatch(/^A /);
+  return tokenOf(reply);
+}
+
+describe("lockd cluster", () => {
+  it("standbys redirect to the active; a client that follows the redirect is served", async () => {
+    const cluster = await start(3);
+    const standby = await connect(cluster, 2);
+    const redirect = await standby.request("A jobs:1 30 0 r1");
+    expect(redirect).toBe(`M A jobs:1 ${cluster.advertised(0)} r1`);
+    const [, port] = redirect.split(" ")[3]!.split(":");
+    const followed = await LineClient.connect(Number(port));
+    clients.push(followed);
+    expect(await followed.request("A jobs:1 30 0 r1")).toMatch(/^A jobs:1 \d+ r1$/);
+    expect(await standby.request("I")).toMatch(/ role=standby /);
+  });
+
+  it("kill -9 of the active: a standby serves, tokens keep increasing, replicated holders can release", async () => {
+    const cluster = await start(3);
+    const tokens: bigint[] = [];
+    for (let i = 0; i < 20; i++) tokens.push(await grant(cluster, 0, `held:${i}`));
+    // A burst whose replication may not all have reached the standbys when the active dies.
+    const burst = await connect(cluster, 0);
+    burst.send(Array.from({ length: 200 }, (_, i) => `A burst:${i} 30 0 b${i}`).join("\n"));
+    for (let i = 0; i < 200; i++) tokens.push(tokenOf(await burst.next()));
+    const since = cluster.nodes[1]!.logs.length;
+    await cluster.nodes[0]!.kill("SIGKILL");
+    await cluster.nodes[1]!.waitForRole("active", { since });
+
+    const before = tokens.reduce((a, b) => (a > b ? a : b));
+    expect(await grant(cluster, 1, "after:1")).toBeGreaterThan(before);
+    const client = await connect(cluster, 1);
+    // A lock granted by the dead active is still held on the new one, and released by its token.
+    expect(await client.request(`R held:3 ${tokens[3]}`)).toBe("R held:3 1");
+    expect(await client.request(`A held:3 30 0.05 again`)).toMatch(/^A held:3 \d+ again$/);
+    // The other standby follows the new active.
+    const third = await connect(cluster, 2);
+    expect(await third.request("A x 30 0 r")).toBe(`M A x ${cluster.advertised(1)} r`);
+  });
+
+  it("SIGTERM of the active hands off: queued acquires are redirected, none fails", async () => {
+    const cluster = await start(2);
+    const holder = await connect(cluster, 0);
+    const token = tokenOf(await holder.request("A k 30 0 h"));
+    const waiter = await connect(cluster, 0);
+    waiter.send("A k 30 0 w1\nA k 30 0 w2");
+    expect(await waiter.request("P sync")).toBe("P sync");
+    const since = cluster.nodes[1]!.logs.length;
+    const stopped = cluster.nodes[0]!.stop();
+    // The queued acquires come back as redirects to the successor, not as errors.
+    expect(await waiter.next()).toBe(`M A k ${cluster.advertised(1)} w1`);
+    expect(await waiter.next()).toBe(`M A k ${cluster.advertised(1)} w2`);
+    await cluster.nodes[1]!.waitForRole("active", { since });
+    expect(await stopped).toEqual({ code: 0, signal: null });
+    // The successor has the holder table: the holder releases there and a re-sent waiter gets the key.
+    const moved = await connect(cluster, 1);
+    moved.send("A k 30 0 w1");
+    expect(await moved.request("P sync")).toBe("P sync");
+    const released = await connect(cluster, 1);
+    expect(await released.request(`R k ${token}`)).toBe("R k 1");
+    const handed = await moved.next();
+    expect(handed).toMatch(/^A k \d+ w1$/);
+    expect(tokenOf(handed)).toBeGreaterThan(token);
+  });
+
+  it("a restarted top-priority node resyncs and takes over; no token goes backwards", async () => {
+    const cluster = await start(2);
+    await grant(cluster, 0, "early");
+    let since = cluster.nodes[1]!.logs.length;
+    await cluster.nodes[0]!.kill("SIGKILL");
+    await cluster.nodes[1]!.waitForRole("active", { since });
+    const onSecond = await grant(cluster, 1, "second");
+    since = cluster.nodes[0]!.logs.length;
+    const sinceSecond = cluster.nodes[1]!.logs.length;
+    await cluster.restart(0);
+    await cluster.nodes[0]!.waitForRole("active", { since });
+    await cluster.nodes[1]!.waitForRole("standby", { since: sinceSecond });
+    const client = await connect(cluster, 0);
+    // The lock granted by node 1 while node 0 was down survived the takeover.
+    expect(await client.request(`R second ${onSecond}`)).toBe("R second 1");
+    expect(await grant(cluster, 0, "third")).toBeGreaterThan(onSecond);
+  });
+
+  it("after a healed partition the lower-priority active demotes and tokens exceed both sides'", async () => {
+    const cluster = await start(2);
+    cluster.isolate(0);
+    cluster.isolate(1);
+    await cluster.nodes[1]!.waitForRole("active", { since: 0 });
+    // Both sides grant the same key while split.
+    const left = await grant(cluster, 0, "split");
+    const right = await grant(cluster, 1, "split");
+    const since = cluster.nodes[1]!.logs.length;
+    cluster.heal();
+    await cluster.nodes[1]!.waitForRole("standby", { since });
+    await cluster.nodes[0]!.waitForLog(
+      (entry) => entry.msg === "role changed" && /raised epoch/.test(String(entry.reason)),
+    );
+    const highest = left > right ? left : right;
+    const client = await connect(cluster, 0);
+    expect(await client.request(`R split ${left}`)).toBe("R split 1");
+    expect(await grant(cluster, 0, "split")).toBeGreaterThan(highest);
+    expect(await grant(cluster, 0, "fresh")).toBeGreaterThan(highest);
+  });
+
+  it("a single survivor of three serves alone", async () => {
+    const cluster = await start(3);
+    const since = cluster.nodes[2]!.logs.length;
+    await Promise.all([cluster.nodes[0]!.kill("SIGKILL"), cluster.nodes[1]!.kill("SIGKILL")]);
+    await cluster.nodes[2]!.waitForRole("active", { since });
+    expect(await grant(cluster, 2, "alone")).toBeGreaterThan(0n);
+  });
+});

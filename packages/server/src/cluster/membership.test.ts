@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../engine/clock.js";
+import { Membership, type PeerState } from "./membership.js";
+
+const PEERS = ["a:1", "b:1", "c:1"];
+const timing = { heartbeatMs: 100, peerTimeoutMs: 500 };
+
+function membership(self: string) {
+  const clock = new ManualClock(0);
+  return { clock, m: new Membership(PEERS, self, timing, clock) };
+}
+
+const never = () => false;
+const always = () => true;
+
+describe("Membership: who is active", () => {
+  it("finds itself in the peers list and refuses a list without it or with duplicates", () => {
+    expect(membership("b:1").m.self).toBe(1);
+    expect(() => membership("z:1")).toThrow(/not in the peers list/);
+    expect(() => new Membership(["a:1", "a:1"], "a:1", timing, new ManualClock())).toThrow(/duplicates/);
+  });
+
+  it("a standby waits one peer timeout after start before promoting", () => {
+    const { clock, m } = membership("a:1");
+    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+    clock.advance(500);
+    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "promote" });
+  });
+
+  it("the highest-priority live node promotes; lower ones wait for it", () => {
+    const { clock, m } = membership("b:1");
+    clock.advance(600);
+    m.heard("a:1", "standby", 1n, undefined);
+    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+    // a:1 goes silent for longer than the timeout: b:1 is now the highest-priority live node.
+    clock.advance(501);
+    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "promote" });
+  });
+
+  it("a higher-priority standby follows a live lower-priority active instead of promoting", () => {
+    const { clock, m } = membership("a:1");
+    clock.advance(600);
+    m.heard("b:1", "active", 3n, "b:1");
+    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+  });
+
+  it("an active hands off to a live, synced higher-priority standby", () => {
+    const { m } = membership("b:1");
+    m.heard("a:1", "standby", 1n, "b:1");
+    expect(m.decide({ role: "active", epoch: 4n, busy: false }, never)).toEqual({ action: "none" });
+    const decision = m.decide({ role: "active", epoch: 4n, busy: false }, always);
+    expect(decision.action).toBe("handoff");
+    expect((decision as { to: PeerState }).to.address).toBe("a:1");
+    expect(m.decide({ role: "active", epoch: 4n, busy: true }, always)).toEqual({ action: "none" });
+  });
+
+  it("two actives: the lower-priority one demotes, the higher one raises its epoch above the other's", () => {
+    const high = membership("a:1").m;
+    const low = membership("b:1").m;
+    low.heard("a:1", "active", 2n, "a:1");
+    expect(low.decide({ role: "active", epoch: 3n, busy: false }, never)).toMatchObject({ action: "demote" });
+    high.heard("b:1", "active", 3n, "b:1");
+    expect(high.decide({ role: "active", epoch: 2n, busy: false }, never)).toEqual({
+      action: "raise-epoch",
+      above: 3n,
+    });
+    // Even if the rival already stepped down, its epoch alone makes the active move above it.
+    high.heard("b:1", "standby", 3n, "a:1");
+    expect(high.decide({ role: "active", epoch: 2n, busy: false }, never)).toEqual({
+      action: "raise-epoch",
+      above: 3n,
+    });
+    expect(high.decide({ role: "active", epoch: 4n, busy: false }, never)).toEqual({ action: "none" });
+    expect(high.maxEpochSeen).toBe(3n);
+  });
+
+  it("a peer is live for exactly the peer timeout after its last heartbeat", () => {
+    const { clock, m } = membership("a:1");
+    const b = m.heard("b:1", "standby", 1n, undefined)!;
+    clock.advance(500);
+    expect(m.isLive(b)).toBe(true);
+    clock.advance(1);
+    expect(m.isLive(b)).toBe(false);
+    expect(m.heard("a:1", "active", 1n, undefined)).toBeUndefined();
+    expect(m.heard("unknown:1", "active", 1n, undefined)).toBeUndefined();
+  });
+});
