@@ -13,10 +13,14 @@ afterEach(async () => {
   for (const cluster of clusters.splice(0)) await cluster.dispose();
 });
 
+/** Starts a cluster and waits until node 0 is active and every other node follows it. */
 async function start(nodes: number): Promise<LockdCluster> {
   const cluster = await LockdCluster.start({ nodes });
   clusters.push(cluster);
   await cluster.nodes[0]!.waitForRole("active", { since: 0 });
+  await Promise.all(
+    cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
+  );
   return cluster;
 }
 
@@ -117,17 +121,20 @@ describe("lockd cluster", () => {
 
   it("after a healed partition the lower-priority active demotes and tokens exceed both sides'", async () => {
     const cluster = await start(2);
+    let since = cluster.nodes[1]!.logs.length;
     cluster.isolate(0);
     cluster.isolate(1);
-    await cluster.nodes[1]!.waitForRole("active", { since: 0 });
+    await cluster.nodes[1]!.waitForRole("active", { since });
     // Both sides grant the same key while split.
     const left = await grant(cluster, 0, "split");
     const right = await grant(cluster, 1, "split");
-    const since = cluster.nodes[1]!.logs.length;
+    since = cluster.nodes[1]!.logs.length;
+    const sinceFirst = cluster.nodes[0]!.logs.length;
     cluster.heal();
     await cluster.nodes[1]!.waitForRole("standby", { since });
     await cluster.nodes[0]!.waitForLog(
       (entry) => entry.msg === "role changed" && /raised epoch/.test(String(entry.reason)),
+      { since: sinceFirst },
     );
     const highest = left > right ? left : right;
     const client = await connect(cluster, 0);

@@ -50,6 +50,7 @@ async function main(): Promise<void> {
                 metrics.roleChanged(role);
                 log.info({ role, reason, epoch: epoch.toString() }, "role changed");
               },
+              following: (active) => log.info({ active: active ?? null }, "following active"),
             },
           },
         }

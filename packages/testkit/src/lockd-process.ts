@@ -145,6 +145,14 @@ export class LockdProcess {
     return this.waitForLog((entry) => entry.msg === "role changed" && entry.role === role, options);
   }
 
+  /** Waits for this standby to log that it follows `active` (redirects clients there). */
+  waitForFollowing(
+    active: string,
+    options?: { since?: number; timeoutMs?: number },
+  ): Promise<Record<string, unknown>> {
+    return this.waitForLog((entry) => entry.msg === "following active" && entry.active === active, options);
+  }
+
   /** The process's exit, once it exits. */
   exited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     if (!this.#exit) throw new Error("lockd was never started");

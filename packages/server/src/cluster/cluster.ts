@@ -34,6 +34,8 @@ export interface ClusterOptions {
 
 export interface ClusterEvents {
   roleChanged(role: NodeRole, reason: string, epoch: bigint): void;
+  /** A standby learned (or lost) the active it redirects clients to. */
+  following(active: string | undefined): void;
 }
 
 /**
@@ -148,9 +150,11 @@ export class Cluster {
       case "S":
         if (this.#node.role === "active" || session.peer === undefined) return;
         this.membership.noteEpoch(frame.epoch);
+        // Queued acquires here cannot be served by this standby: send them to the active first.
+        this.#hooks.redirectPending(session.peer);
         this.#node.engine.clear();
         this.#replicaOf = session.peer;
-        this.#node.activeAddress = session.peer;
+        this.#follow(session.peer);
         return;
       case "K":
         return;
@@ -218,10 +222,7 @@ export class Cluster {
       ...(this.#node.activeAddress ? { active: this.#node.activeAddress } : {}),
     });
     for (const link of this.#links.values()) link.send(heartbeat);
-    if (this.#node.role === "standby" && !this.#busy) {
-      const active = this.membership.liveActive();
-      this.#node.activeAddress = active?.address;
-    }
+    if (this.#node.role === "standby" && !this.#busy) this.#follow(this.membership.liveActive()?.address);
     if (this.#node.role === "active") this.#snapshotNewStandbys();
     this.#act(
       this.membership.decide({ role: this.#node.role, epoch: this.#node.epoch, busy: this.#busy }, (peer) =>
@@ -250,6 +251,12 @@ export class Cluster {
         void this.#handoff(decision.to, "a higher-priority node is back and synced");
         return;
     }
+  }
+
+  #follow(active: string | undefined): void {
+    if (this.#node.activeAddress === active) return;
+    this.#node.activeAddress = active;
+    this.#events.following(active);
   }
 
   #snapshotNewStandbys(): void {
@@ -293,7 +300,8 @@ export class Cluster {
   #demote(to: PeerState): void {
     this.#replicator.enabled = false;
     this.#replicator.stopAll();
-    this.#node.setRole("standby", to.address);
+    this.#node.setRole("standby", undefined);
+    this.#follow(to.address);
     this.#hooks.redirectPending(to.address);
     this.#node.engine.clear();
     this.counters.demotions += 1;
@@ -310,14 +318,21 @@ export class Cluster {
     this.#busy = true;
     this.#handingOff = true;
     this.#hooks.pauseClients();
+    // No lease may expire (and hand its key to a waiter) here: the successor already has the table.
+    this.#node.setRole("standby", undefined);
     try {
       const acked = await this.#replicator.handoff(link, this.#node.epoch, this.#options.handoffTimeoutMs);
-      if (!acked) return;
+      if (!acked) {
+        this.#node.setRole("active", this.membership.selfAddress);
+        return;
+      }
       this.#replicator.enabled = false;
       this.#replicator.stopAll();
-      this.#node.setRole("standby", to.address);
+      this.#node.setRole("standby", undefined);
+      this.#follow(to.address);
       this.#hooks.redirectPending(to.address);
-      this.#node.engine.clear();
+      // The successor may already have sent its snapshot (on another connection): keep that one.
+      if (this.#replicaOf !== to.address) this.#node.engine.clear();
       this.#peerRoles.set(to.index, "active");
       to.role = "active";
       this.counters.handoffs += 1;

@@ -168,7 +168,10 @@ export class LockServer {
           for (const connection of connections) connection.resumeReading();
         },
       },
-      { roleChanged: cluster.events?.roleChanged ?? (() => {}) },
+      {
+        roleChanged: cluster.events?.roleChanged ?? (() => {}),
+        following: cluster.events?.following ?? (() => {}),
+      },
       {
         peers: cluster.peers,
         advertise: this.node.advertise,
