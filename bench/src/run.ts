@@ -5,7 +5,12 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 
-const BENCHES: readonly string[] = ["protocol-bench.js", "server-bench.js", "fence-bench.js"];
+const BENCHES: readonly string[] = [
+  "protocol-bench.js",
+  "server-bench.js",
+  "fence-bench.js",
+  "cluster-bench.js",
+];
 
 let failed = 0;
 for (const bench of BENCHES) {

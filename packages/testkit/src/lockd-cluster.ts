@@ -44,7 +44,9 @@ export class LockdCluster {
         }),
       );
       cluster.nodes.push(...(await Promise.all(started)));
-      cluster.nodes.forEach((node, i) => cluster.proxies[i]!.retarget(node.port));
+      cluster.nodes.forEach((node, i) => {
+        cluster.proxies[i]!.retarget(node.port);
+      });
     } catch (error) {
       await cluster.dispose();
       throw error;

@@ -110,12 +110,27 @@ export class Cluster {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     if (this.#node.role === "active" && !this.#busy) {
-      const successor = this.membership.peers.find(
-        (peer) => peer.index !== this.membership.self && this.#isSyncedStandby(peer),
-      );
+      const successor = await this.#syncedSuccessor();
       if (successor) await this.#handoff(successor, "shutdown");
     }
     for (const link of this.#links.values()) link.close();
+  }
+
+  /**
+   * The highest-priority synced standby. A live standby that has not acknowledged its snapshot yet
+   * (it just joined) gets up to one peer timeout to do so: handing off beats a failover.
+   */
+  async #syncedSuccessor(): Promise<PeerState | undefined> {
+    const others = this.membership.peers.filter((peer) => peer.index !== this.membership.self);
+    const deadline = this.#node.clock.now() + this.#options.timing.peerTimeoutMs;
+    for (;;) {
+      const synced = others.find((peer) => this.#isSyncedStandby(peer));
+      if (synced) return synced;
+      const joining = others.some((peer) => peer.role === "standby" && this.membership.isLive(peer));
+      if (!joining || this.#node.clock.now() >= deadline) return undefined;
+      this.#snapshotNewStandbys();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
 
   /** Status of every peer, for `/status`. */

@@ -1,0 +1,307 @@
+import type { ErrorCode, Reply } from "@lock/protocol";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { type AcquireContext, AcquireOp, type AcquireSpec, REPLY_GRACE_MS } from "./acquire.js";
+import {
+  AbortError,
+  AuthError,
+  LockServerError,
+  LockTimeoutError,
+  NoServerError,
+  ProtocolError,
+} from "./errors.js";
+import { FakeRouter, fakeTimers } from "./fakes.test.support.js";
+import { MAX_REDIRECTS } from "./retrying-request.js";
+import type { TimerQueue } from "./timers.js";
+
+interface Granted {
+  readonly token: bigint;
+  readonly leaseStartBound: number;
+}
+
+const SPEC: AcquireSpec = { mode: "A", key: "orders:42", leaseMs: 30_000, waitMs: 0, id: "k1.1" };
+const RETRY_INTERVAL = 200;
+
+describe("AcquireOp", () => {
+  let router: FakeRouter;
+  let timers: TimerQueue;
+  let unwanted: Array<[string, bigint]>;
+  let probed: Array<[string, string]>;
+  let retries: number[];
+  let settled: number;
+  let ctx: AcquireContext<Granted>;
+
+  beforeEach(() => {
+    vi.useFakeTimers();
+    router = new FakeRouter();
+    timers = fakeTimers();
+    unwanted = [];
+    probed = [];
+    retries = [];
+    settled = 0;
+    ctx = {
+      router,
+      timers,
+      retryIntervalMs: RETRY_INTERVAL,
+      granted: (_op, token, leaseStartBound) => ({ token, leaseStartBound }),
+      settled: () => settled++,
+      releaseUnwanted: (key, token) => unwanted.push([key, token]),
+      releaseIfGranted: (key, id) => probed.push([key, id]),
+      retried: (_spec, attempt) => retries.push(attempt),
+    };
+  });
+  afterEach(() => {
+    timers.stop();
+    vi.useRealTimers();
+  });
+
+  function start(spec: Partial<AcquireSpec> = {}, signal?: AbortSignal): AcquireOp<Granted> {
+    const op = new AcquireOp({ ...SPEC, ...spec }, ctx, signal);
+    op.promise.catch(() => {});
+    return op;
+  }
+
+  const grant = (token = 5n, id = SPEC.id): Reply => ({ kind: "A", key: SPEC.key, token, id });
+  const errorReply = (code: ErrorCode, message = ""): Reply => ({
+    kind: "E",
+    op: "A",
+    key: SPEC.key,
+    id: SPEC.id,
+    code,
+    message,
+  });
+
+  /** An acquire the server has seen, aborted: returns what was sent for it. */
+  async function abortedAfterWrite() {
+    const controller = new AbortController();
+    const op = start({}, controller.signal);
+    const acquire = router.last();
+    controller.abort();
+    await expect(op.promise).rejects.toBeInstanceOf(AbortError);
+    return acquire;
+  }
+
+  it("sends A with the key, lease, wait and its id, and resolves with the grant", async () => {
+    const op = start({ waitMs: 5_000 });
+    expect(router.last().request).toEqual({
+      op: "A",
+      key: "orders:42",
+      leaseMs: 30_000,
+      waitMs: 5_000,
+      id: "k1.1",
+    });
+    const writtenAt = router.last().ticket.writtenAt;
+    await vi.advanceTimersByTimeAsync(40);
+    router.reply(router.last(), grant(9n));
+    expect(await op.promise).toEqual({ token: 9n, leaseStartBound: writtenAt });
+    expect(settled).toBe(1);
+  });
+
+  it("after a dropped connection re-sends with the same id and what is left of the wait", async () => {
+    const op = start({ waitMs: 5_000 });
+    const first = router.last();
+    await vi.advanceTimersByTimeAsync(1_000);
+    router.lose(first, true, new Error("reset"));
+    const retry = router.last();
+    expect(retry.connection).not.toBe(first.connection);
+    expect(retry.request).toEqual({ ...first.request, waitMs: 4_000 });
+    expect(retries).toEqual([2]);
+    await vi.advanceTimersByTimeAsync(10);
+    // The server replays the grant the first attempt got: its lease began after the first write.
+    router.reply(retry, grant(7n));
+    expect(await op.promise).toEqual({ token: 7n, leaseStartBound: first.ticket.writtenAt });
+    expect(probed).toEqual([]);
+  });
+
+  it("gives up after as many dropped connections as there are, and looks for an orphaned grant", async () => {
+    router.size = 3;
+    const op = start();
+    const error = new Error("reset");
+    router.lose(router.last(), true, error);
+    router.lose(router.last(), true, error);
+    expect(router.sent).toHaveLength(3);
+    router.lose(router.last(), true, error);
+    const failure = await op.promise.catch((e: unknown) => e);
+    expect(failure).toBeInstanceOf(NoServerError);
+    expect((failure as Error).cause).toBe(error);
+    expect(router.sent).toHaveLength(3);
+    expect(probed).toEqual([[SPEC.key, SPEC.id]]);
+  });
+
+  it("fails at once when no connection is ready or opening; nothing was sent, nothing to probe", async () => {
+    router.available = false;
+    const op = start();
+    await expect(op.promise).rejects.toBeInstanceOf(NoServerError);
+    expect(probed).toEqual([]);
+  });
+
+  it("reports an auth refusal as such rather than as no server", async () => {
+    router.size = 1;
+    const op = start();
+    router.lose(router.last(), false, new AuthError("refused"));
+    await expect(op.promise).rejects.toBeInstanceOf(AuthError);
+  });
+
+  it("follows a redirect to the named address with the same id, without surfacing it", async () => {
+    const op = start({ waitMs: 2_000 });
+    router.reply(router.last(), { kind: "M", op: "A", key: SPEC.key, address: "10.0.0.9:7420", id: SPEC.id });
+    expect(router.redirects).toEqual([{ from: 0, to: "10.0.0.9:7420" }]);
+    expect(router.last().address).toBe("10.0.0.9:7420");
+    expect(router.last().request).toMatchObject({ op: "A", id: SPEC.id });
+    router.reply(router.last(), grant(3n));
+    expect((await op.promise)?.token).toBe(3n);
+  });
+
+  it("backs off when the active a redirect names cannot be reached, as in a failover", async () => {
+    const op = start({ waitMs: 5_000 });
+    router.reply(router.last(), { kind: "M", op: "A", key: SPEC.key, address: "10.0.0.9:7420", id: SPEC.id });
+    const toDeadActive = router.last();
+    expect(toDeadActive.address).toBe("10.0.0.9:7420");
+    router.lose(toDeadActive, false, new Error("refused"));
+    expect(router.sent).toHaveLength(2);
+    // Not a failed try of our own connections: after the pause it asks round-robin again.
+    await vi.advanceTimersByTimeAsync(RETRY_INTERVAL);
+    expect(router.sent).toHaveLength(3);
+    expect(router.last().address).toBeUndefined();
+    router.reply(router.last(), grant(4n));
+    expect((await op.promise)?.token).toBe(4n);
+  });
+
+  it("stops after too many redirects", async () => {
+    const op = start();
+    for (let i = 0; i <= MAX_REDIRECTS; i++) {
+      router.reply(router.last(), {
+        kind: "M",
+        op: "A",
+        key: SPEC.key,
+        address: `10.0.0.${i}:7420`,
+        id: SPEC.id,
+      });
+    }
+    await expect(op.promise).rejects.toBeInstanceOf(ProtocolError);
+  });
+
+  it("asks again shortly after NO_ACTIVE, within the wait", async () => {
+    const op = start({ waitMs: 1_000 });
+    const noActive: Reply = errorReply("NO_ACTIVE");
+    router.reply(router.last(), noActive);
+    expect(router.sent).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(RETRY_INTERVAL);
+    expect(router.sent).toHaveLength(2);
+    expect(router.last().request).toMatchObject({ waitMs: 1_000 - RETRY_INTERVAL });
+    await vi.advanceTimersByTimeAsync(600);
+    router.reply(router.last(), noActive);
+    await expect(op.promise).rejects.toBeInstanceOf(LockTimeoutError);
+  });
+
+  it("moves on to another connection at once after SHUTTING_DOWN", async () => {
+    const op = start();
+    const first = router.last();
+    router.reply(first, errorReply("SHUTTING_DOWN"));
+    expect(router.drained).toEqual([first.ticket]);
+    expect(router.sent).toHaveLength(2);
+    router.reply(router.last(), grant());
+    await expect(op.promise).resolves.toMatchObject({ token: 5n });
+  });
+
+  it("maps T to LockTimeoutError and other server refusals to LockServerError with their code", async () => {
+    const timedOut = start({ waitMs: 100 });
+    router.reply(router.last(), { kind: "T", key: SPEC.key, id: SPEC.id });
+    await expect(timedOut.promise).rejects.toMatchObject({
+      name: "LockTimeoutError",
+      code: "LOCK_WAIT_TIMEOUT",
+    });
+    const refused = start({ id: "k1.2" });
+    router.reply(router.last(), {
+      kind: "E",
+      op: "A",
+      key: SPEC.key,
+      id: "k1.2",
+      code: "TOO_MANY_WAITERS",
+      message: "queue full",
+    });
+    const error = await refused.promise.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockServerError);
+    expect(error).toMatchObject({ code: "LOCK_SERVER_REFUSED", serverCode: "TOO_MANY_WAITERS" });
+  });
+
+  it("try-acquire sends Y and resolves with null on N", async () => {
+    const op = start({ mode: "Y" });
+    expect(router.last().request).toEqual({ op: "Y", key: SPEC.key, leaseMs: 30_000, id: SPEC.id });
+    router.reply(router.last(), { kind: "N", key: SPEC.key, id: SPEC.id });
+    expect(await op.promise).toBeNull();
+  });
+
+  it("an abort before the request was written withdraws it: nothing reaches the server", async () => {
+    const controller = new AbortController();
+    const op = start({}, controller.signal);
+    router.last().ticket.state = "queued";
+    controller.abort(new Error("user gave up"));
+    const error = await op.promise.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(AbortError);
+    expect((error as Error).cause).toEqual(new Error("user gave up"));
+    expect(router.withdrawn).toHaveLength(1);
+    expect(router.sent).toHaveLength(1);
+  });
+
+  it("an abort after the write cancels on the same connection; a grant that won the race is released", async () => {
+    const acquire = await abortedAfterWrite();
+    const cancel = router.last();
+    expect(cancel.request).toEqual({ op: "C", key: SPEC.key, id: SPEC.id });
+    expect(cancel.connection).toBe(acquire.connection);
+    router.reply(acquire, grant(11n));
+    expect(unwanted).toEqual([[SPEC.key, 11n]]);
+  });
+
+  it("an abort answered by T leaves nothing to release", async () => {
+    const acquire = await abortedAfterWrite();
+    router.reply(acquire, { kind: "T", key: SPEC.key, id: SPEC.id });
+    expect(unwanted).toEqual([]);
+    expect(probed).toEqual([]);
+  });
+
+  it("an abort while a lost attempt is unresolved looks for its grant", async () => {
+    const controller = new AbortController();
+    const op = start({ waitMs: 5_000 }, controller.signal);
+    router.lose(router.last(), true);
+    router.reply(router.last(), errorReply("NO_ACTIVE"));
+    // Between attempts: nothing in flight could answer for the lost one.
+    controller.abort();
+    await expect(op.promise).rejects.toBeInstanceOf(AbortError);
+    expect(probed).toEqual([[SPEC.key, SPEC.id]]);
+    await vi.advanceTimersByTimeAsync(RETRY_INTERVAL);
+    expect(router.sent).toHaveLength(2);
+  });
+
+  it("a connection lost after giving up also looks for a grant", async () => {
+    const acquire = await abortedAfterWrite();
+    router.lose(acquire, true);
+    expect(probed).toEqual([[SPEC.key, SPEC.id]]);
+  });
+
+  it("gives up on a silent server a little after a bounded wait, and cancels", async () => {
+    const op = start({ waitMs: 1_000 });
+    await vi.advanceTimersByTimeAsync(1_000 + REPLY_GRACE_MS - 1);
+    expect(op.settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const error = await op.promise.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect(router.last().request).toEqual({ op: "C", key: SPEC.key, id: SPEC.id });
+  });
+
+  it("waits forever for an unbounded wait, as the server does", async () => {
+    const op = start({ waitMs: 0 });
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    expect(op.settled).toBe(false);
+    router.reply(router.last(), grant());
+    await expect(op.promise).resolves.toMatchObject({ token: 5n });
+  });
+
+  it("stops listening to the signal once settled", async () => {
+    const controller = new AbortController();
+    const op = start({}, controller.signal);
+    router.reply(router.last(), grant());
+    await op.promise;
+    controller.abort();
+    expect(router.sent).toHaveLength(1);
+  });
+});

@@ -1,0 +1,292 @@
+import { RETRYABLE_CODES, type Reply, type Request } from "@lock/protocol";
+import type { ReplyHandler, Ticket } from "./connection.js";
+import { AbortError, errorFromReply, LockTimeoutError, NoServerError, ProtocolError } from "./errors.js";
+import { type Linked, NEXT, OWNER, PREV } from "./linked-set.js";
+import { MAX_REDIRECTS } from "./retrying-request.js";
+import type { Timer, TimerQueue } from "./timers.js";
+import type { Router } from "./transport.js";
+
+/** What one acquire (`A`, waiting) or try-acquire (`Y`) call asks for. */
+export interface AcquireSpec {
+  readonly mode: "A" | "Y";
+  readonly key: string;
+  readonly leaseMs: number;
+  /** 0 waits forever. Ignored for `Y`. */
+  readonly waitMs: number;
+  /** Unique per call, the same for every retry of the call. */
+  readonly id: string;
+}
+
+/** What an acquire needs besides the connections. */
+export interface AcquireContext<L> {
+  readonly router: Router;
+  readonly timers: TimerQueue;
+  /** Pause before retrying after `NO_ACTIVE`. */
+  readonly retryIntervalMs: number;
+  /**
+   * Turns a grant into what the call resolves with (a Lock). `leaseStartBound` is when the first
+   * attempt was written: the server granted after that, so its lease ends no earlier than
+   * `leaseStartBound + leaseMs`. `receivedAt` is when the grant arrived.
+   */
+  granted(op: AcquireOp<L>, token: bigint, leaseStartBound: number, receivedAt: number): L | Promise<L>;
+  /** The call settled, whichever way. */
+  settled(op: AcquireOp<L>): void;
+  /** A grant nobody wants any more (the call was aborted or gave up): release it in the background. */
+  releaseUnwanted(key: string, token: bigint): void;
+  /** An attempt may have been granted but its reply was lost: find such a grant by id and release it. */
+  releaseIfGranted(key: string, id: string): void;
+  /** The call moves to another connection with the same id. */
+  retried(spec: AcquireSpec, attempt: number, error: Error | undefined): void;
+}
+
+// With a bounded wait the server answers T at the deadline; this much later, a silent server is
+// given up on, so `waitMs` bounds the call even when the server stalls.
+export const REPLY_GRACE_MS = 2_000;
+
+const IGNORE: ReplyHandler = { onReply() {}, onLost() {} };
+
+/**
+ * One acquire call: sends `A`/`Y` with the call's id, and follows it through redirects, retryable
+ * errors and dropped connections until it is granted, refused, or given up.
+ *
+ * Retries: a drop re-sends the request with the same id on the next connection, so the server
+ * answers with our own earlier grant (or our place in the queue) rather than granting twice; the
+ * wait sent is what is left of `waitMs`, not `waitMs` again. After as many drops as there are
+ * registered connections the call fails with NoServerError. A cluster between actives (`NO_ACTIVE`,
+ * or a redirect to an active that cannot be reached) is asked again every `retryIntervalMs` within
+ * the wait instead: the node that answered is alive, so that is not a failed try.
+ *
+ * Giving up (abort, close, silent server) settles the promise at once. A request the server never
+ * saw is withdrawn; one it saw is cancelled with `C key id` on its connection, and if the grant won
+ * the race, or an attempt's outcome was lost with its connection, the grant is found and released
+ * in the background, so no lock leaks.
+ *
+ * Ordering: at most one attempt is outstanding at a time; handlers run on socket and timer events.
+ */
+export class AcquireOp<L> implements ReplyHandler, Linked {
+  [PREV]: Linked | undefined;
+  [NEXT]: Linked | undefined;
+  [OWNER]: Linked[typeof OWNER];
+  readonly spec: AcquireSpec;
+  /** Resolves with the lock, or null when a try-acquire found the key taken. */
+  readonly promise: Promise<L | null>;
+  readonly #ctx: AcquireContext<L>;
+  readonly #signal: AbortSignal | undefined;
+  readonly #onAbort: (() => void) | undefined;
+  readonly #deadline: number;
+  #resolve!: (value: L | Promise<L> | null) => void;
+  #reject!: (error: Error) => void;
+  #ticket: Ticket | undefined;
+  #tries = 0;
+  #redirects = 0;
+  #firstWrittenAt = Number.NaN;
+  // An attempt was written and its connection dropped: the server may hold a grant for our id.
+  #unresolvedWrite = false;
+  #settled = false;
+  #timer: Timer | undefined;
+  #backstop: Timer | undefined;
+
+  /** Sends the first attempt at once. The signal must not be aborted yet. */
+  constructor(spec: AcquireSpec, ctx: AcquireContext<L>, signal: AbortSignal | undefined) {
+    this.spec = spec;
+    this.#ctx = ctx;
+    this.#signal = signal;
+    this.promise = new Promise((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    if (signal !== undefined) {
+      this.#onAbort = () =>
+        this.giveUp(new AbortError(`acquire of ${JSON.stringify(spec.key)}`, signal.reason));
+      signal.addEventListener("abort", this.#onAbort);
+    }
+    const bounded = spec.mode === "A" && spec.waitMs > 0;
+    this.#deadline = bounded ? ctx.timers.clock.now() + spec.waitMs : Number.POSITIVE_INFINITY;
+    if (bounded) {
+      this.#backstop = ctx.timers.at(this.#deadline + REPLY_GRACE_MS, () =>
+        this.giveUp(
+          new LockTimeoutError(spec.key, spec.waitMs, {
+            cause: new NoServerError("the server did not answer within the wait"),
+          }),
+        ),
+      );
+    }
+    this.#attempt(undefined);
+  }
+
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  /** Settles with `error` now and withdraws whatever the server may still do for this call. */
+  giveUp(error: Error): void {
+    if (this.#settled) return;
+    this.#settle(undefined, error);
+    const ticket = this.#ticket;
+    if (ticket !== undefined && this.#ctx.router.withdraw(ticket)) {
+      this.#ticket = undefined;
+    } else if (ticket !== undefined && this.spec.mode === "A") {
+      // Same connection as the acquire: the server answers the acquire (T, or the grant that won
+      // the race) before it answers the cancel, and onReply releases a grant that arrives late.
+      const cancel: Request = { op: "C", key: this.spec.key, id: this.spec.id };
+      this.#ctx.router.sendAlongside(ticket, cancel, IGNORE);
+    }
+    if (this.#ticket === undefined && this.#unresolvedWrite) {
+      this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
+    }
+  }
+
+  onReply(reply: Reply, ticket: Ticket): void {
+    if (ticket !== this.#ticket) return;
+    this.#ticket = undefined;
+    if (Number.isNaN(this.#firstWrittenAt)) this.#firstWrittenAt = ticket.writtenAt;
+    if (this.#settled) {
+      if (reply.kind === "A" || reply.kind === "Y") this.#ctx.releaseUnwanted(reply.key, reply.token);
+      else if (this.#unresolvedWrite && reply.kind !== "T" && reply.kind !== "N") {
+        this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
+      }
+      return;
+    }
+    switch (reply.kind) {
+      case "A":
+      case "Y":
+        this.#ctx.router.served(ticket);
+        this.#grant(reply.token, ticket.connection?.lastReceivedAt ?? this.#ctx.timers.clock.now());
+        return;
+      case "T":
+        this.#ctx.router.served(ticket);
+        this.#settle(undefined, new LockTimeoutError(this.spec.key, this.spec.waitMs));
+        return;
+      case "N":
+        this.#ctx.router.served(ticket);
+        this.#settle(null, undefined);
+        return;
+      case "M":
+        this.#ctx.router.redirected(ticket, reply.address);
+        if (++this.#redirects > MAX_REDIRECTS) {
+          this.#fail(new ProtocolError(`more than ${MAX_REDIRECTS} redirects for ${this.spec.key}`));
+        } else {
+          this.#attempt(reply.address);
+        }
+        return;
+      case "E":
+        this.#onError(reply.code, reply.message, ticket);
+        return;
+      default:
+        this.#fail(new ProtocolError(`unexpected ${reply.kind} reply to ${this.spec.mode}`));
+    }
+  }
+
+  onLost(ticket: Ticket, written: boolean, error: Error | undefined): void {
+    if (ticket !== this.#ticket) return;
+    this.#ticket = undefined;
+    if (written) {
+      this.#unresolvedWrite = true;
+      if (Number.isNaN(this.#firstWrittenAt)) this.#firstWrittenAt = ticket.writtenAt;
+    }
+    if (this.#settled) {
+      if (this.#unresolvedWrite) this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
+      return;
+    }
+    // The active a redirect named could not be reached: during a failover the standbys point at the
+    // old active until they notice it is gone. Not a failed try of our connections: ask again shortly.
+    if (!written && ticket.address !== undefined) this.#backOff(error);
+    else this.#nextConnection(error);
+  }
+
+  #onError(code: Parameters<typeof errorFromReply>[0]["code"], message: string, ticket: Ticket): void {
+    const error = errorFromReply({ code, message });
+    if (!RETRYABLE_CODES.has(code)) {
+      this.#fail(error);
+    } else if (code === "SHUTTING_DOWN") {
+      // The node is going away: move on as if the connection had dropped (it is about to).
+      this.#ctx.router.draining(ticket);
+      this.#nextConnection(error);
+    } else {
+      // NO_ACTIVE: a standby that knows no active yet.
+      this.#backOff(error);
+    }
+  }
+
+  /** Asks again after `retryIntervalMs`, if the wait allows: the cluster is between actives. */
+  #backOff(error: Error | undefined): void {
+    this.#redirects = 0;
+    if (this.#ctx.timers.clock.now() + this.#ctx.retryIntervalMs >= this.#deadline) {
+      this.#fail(new LockTimeoutError(this.spec.key, this.spec.waitMs, { cause: error }));
+    } else {
+      this.#timer = this.#ctx.timers.after(this.#ctx.retryIntervalMs, () => this.#attempt(undefined));
+    }
+  }
+
+  #nextConnection(error: Error | undefined): void {
+    this.#tries += 1;
+    if (this.#tries >= this.#ctx.router.size) {
+      this.#fail(this.#noServer(error));
+      return;
+    }
+    this.#ctx.retried(this.spec, this.#tries + 1, error);
+    this.#attempt(undefined);
+  }
+
+  #attempt(address: string | undefined): void {
+    this.#timer = undefined;
+    if (this.#settled) return;
+    const { mode, key, leaseMs, id } = this.spec;
+    let request: Request;
+    if (mode === "Y") {
+      request = { op: "Y", key, leaseMs, id };
+    } else {
+      // The wait left, not the wait asked for: a retry must not restart the caller's budget. At
+      // least 1 ms, so that a retry after a lost reply still asks (and finds an earlier grant).
+      const waitMs =
+        this.#deadline === Number.POSITIVE_INFINITY
+          ? 0
+          : Math.max(1, Math.ceil(this.#deadline - this.#ctx.timers.clock.now()));
+      request = { op: "A", key, leaseMs, waitMs, id };
+    }
+    this.#ticket = this.#ctx.router.send(request, this, address);
+    if (this.#ticket !== undefined) return;
+    if (address !== undefined) this.#backOff(this.#ctx.router.lastError);
+    else this.#fail(this.#noServer(this.#ctx.router.lastError));
+  }
+
+  #noServer(error: Error | undefined): Error {
+    // An auth refusal explains itself better than "no server".
+    if (error?.name === "AuthError") return error;
+    return new NoServerError(
+      `no usable connection for ${JSON.stringify(this.spec.key)} after ${this.#tries} tries`,
+      { cause: error },
+    );
+  }
+
+  /** Settles with an error; a grant the server may hold for a lost attempt is released. */
+  #fail(error: Error): void {
+    this.#settle(undefined, error);
+    if (this.#ticket === undefined && this.#unresolvedWrite) {
+      this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
+    }
+  }
+
+  #grant(token: bigint, receivedAt: number): void {
+    let value: L | Promise<L>;
+    try {
+      value = this.#ctx.granted(this, token, this.#firstWrittenAt, receivedAt);
+    } catch (error) {
+      this.#ctx.releaseUnwanted(this.spec.key, token);
+      this.#settle(undefined, error as Error);
+      return;
+    }
+    this.#settle(value, undefined);
+  }
+
+  #settle(value: L | Promise<L> | null | undefined, error: Error | undefined): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#timer?.cancel();
+    this.#backstop?.cancel();
+    if (this.#onAbort !== undefined) this.#signal?.removeEventListener("abort", this.#onAbort);
+    this.#ctx.settled(this);
+    if (error !== undefined) this.#reject(error);
+    else this.#resolve(value ?? null);
+  }
+}

@@ -1,0 +1,337 @@
+import type { Request } from "@lock/protocol";
+import { type AcquireContext, AcquireOp, type AcquireSpec } from "./acquire.js";
+import { AbortError, ClientClosedError, type LockLostError, ProtocolError } from "./errors.js";
+import { type ClientEventListener, type ClientEventName, Emitter } from "./events.js";
+import { RequestIds } from "./ids.js";
+import { LinkedSet } from "./linked-set.js";
+import { Lock, type LockBackend } from "./lock.js";
+import {
+  checkDuration,
+  checkKey,
+  type LockClientOptions,
+  type ResolvedOptions,
+  resolveOptions,
+} from "./options.js";
+import { type RetryCallback, RetryingRequest, type RetryPolicy } from "./retrying-request.js";
+import type { SlotState } from "./server-pool.js";
+import { type Timer, TimerQueue } from "./timers.js";
+import { Transport } from "./transport.js";
+
+export interface AcquireOptions {
+  /** How long the server keeps the lock if it is neither released nor extended, in ms (≥ 1). */
+  readonly leaseMs: number;
+  /** How long to wait for the lock, in ms. 0 (the default) waits forever. */
+  readonly waitMs?: number;
+  /** Aborting it cancels the wait (on the server too) and rejects with AbortError. */
+  readonly signal?: AbortSignal;
+  /**
+   * Extend the lease whenever a third of it has gone by, until release; `lock.signal` aborts if the
+   * lock is lost anyway (extension refused, or no server reachable before the lease ends).
+   */
+  readonly autoExtend?: boolean;
+}
+
+export type TryAcquireOptions = Omit<AcquireOptions, "waitMs">;
+
+/** One connection as the client sees it right now. */
+export interface ConnectionStatus {
+  readonly address: string;
+  readonly connection: number;
+  readonly state: SlotState;
+  /** The node redirected a request: it is a standby, used only while no other node is ready. */
+  readonly standby: boolean;
+}
+
+// After a grant that came so late that less than this share of the lease is known to remain, the
+// lease is extended once before the lock is handed out, so a lock never arrives nearly expired.
+const REFRESH_BELOW_FRACTION = 2 / 3;
+// A probe for a grant whose reply was lost asks for the shortest lease: if it wins the key afresh it
+// holds it for 1 ms at most before the release that follows.
+const PROBE_LEASE_MS = 1;
+
+/**
+ * A client for one lockd deployment: one or more addresses, one persistent connection each (two for
+ * a single address), pipelined requests, failover, release retries. Create one per process and share
+ * it; every method may be called concurrently.
+ */
+export class LockClient implements AsyncDisposable {
+  readonly #options: ResolvedOptions;
+  readonly #timers: TimerQueue;
+  readonly #events = new Emitter();
+  readonly #transport: Transport;
+  readonly #ids = new RequestIds();
+  // Tracked for close(): acquires in progress, locks held, releases and other retries in progress.
+  readonly #pending = new LinkedSet<AcquireOp<Lock>>();
+  readonly #held = new LinkedSet<Lock>();
+  readonly #background = new LinkedSet<RetryingRequest>();
+  #backgroundDone: Array<() => void> = [];
+  readonly #backend: LockBackend;
+  readonly #acquireContext: AcquireContext<Lock>;
+  readonly #retryPolicy: RetryPolicy;
+  #closing: Promise<void> | undefined;
+  #closed = false;
+
+  constructor(options: LockClientOptions) {
+    this.#options = resolveOptions(options);
+    this.#timers = new TimerQueue();
+    this.#transport = new Transport(this.#options, this.#timers, this.#events);
+    this.#retryPolicy = {
+      windowMs: this.#options.releaseRetryMs,
+      intervalMs: this.#options.retryIntervalMs,
+    };
+    this.#backend = {
+      timers: this.#timers,
+      extend: (key, token, leaseMs, untilMs) => this.#extend(key, token, leaseMs, untilMs),
+      release: (lock, done) => this.#release(lock, done),
+      lost: (lock, error) => this.#lost(lock, error),
+    };
+    this.#acquireContext = {
+      router: this.#transport,
+      timers: this.#timers,
+      retryIntervalMs: this.#options.retryIntervalMs,
+      granted: (op, token, leaseStartBound, receivedAt) =>
+        this.#granted(op, token, leaseStartBound, receivedAt),
+      settled: (op) => this.#pending.delete(op),
+      releaseUnwanted: (key, token) => this.#releaseUnwanted(key, token),
+      releaseIfGranted: (key, id) => this.#releaseIfGranted(key, id),
+      retried: (spec, attempt, error) => {
+        this.#events.emit("retry", { key: spec.key, id: spec.id, attempt, error });
+      },
+    };
+  }
+
+  /**
+   * Waits for the lock on `key` (up to `waitMs`; forever by default) and resolves with it. Rejects with
+   * LockTimeoutError when the wait runs out, AbortError when `signal` aborts, NoServerError when every
+   * connection was tried, InvalidArgumentError (nothing sent) for a bad key or duration.
+   */
+  acquire(key: string, options: AcquireOptions): Promise<Lock> {
+    return this.#acquire("A", key, options) as Promise<Lock>;
+  }
+
+  /** Takes the lock only if it is free right now (nobody holds it or waits for it); null if not. */
+  tryAcquire(key: string, options: TryAcquireOptions): Promise<Lock | null> {
+    return this.#acquire("Y", key, options);
+  }
+
+  /**
+   * Acquires `key`, runs `work` with the lock and releases it when `work` settles, whether it returns
+   * or throws. Resolves with what `work` returns. If `work` throws, its error is what rejects, even if
+   * the release fails too (the lease then frees the key).
+   */
+  async withLock<T>(key: string, options: AcquireOptions, work: (lock: Lock) => Promise<T> | T): Promise<T> {
+    const lock = await this.acquire(key, options);
+    let result: T;
+    try {
+      result = await work(lock);
+    } catch (error) {
+      await lock.release().catch(() => {});
+      throw error;
+    }
+    await lock.release();
+    return result;
+  }
+
+  /** A snapshot of every connection slot. */
+  get connections(): readonly ConnectionStatus[] {
+    return this.#transport.pool.slots.map((slot) => ({
+      address: slot.address,
+      connection: slot.index,
+      state: slot.state,
+      standby: slot.standby,
+    }));
+  }
+
+  get closed(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  on<K extends ClientEventName>(name: K, listener: ClientEventListener<K>): this {
+    this.#events.on(name, listener);
+    return this;
+  }
+
+  off<K extends ClientEventName>(name: K, listener: ClientEventListener<K>): this {
+    this.#events.off(name, listener);
+    return this;
+  }
+
+  once<K extends ClientEventName>(name: K, listener: ClientEventListener<K>): this {
+    this.#events.once(name, listener);
+    return this;
+  }
+
+  /**
+   * Closes the client: pending acquires reject with ClientClosedError (and are cancelled on the
+   * server), held locks are released, and once the servers have answered (or `releaseRetryMs` has
+   * passed) the connections close. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#shutDown();
+    return this.#closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  #acquire(mode: "A" | "Y", key: string, options: AcquireOptions): Promise<Lock | null> {
+    let op: AcquireOp<Lock>;
+    try {
+      if (this.#closing !== undefined) throw new ClientClosedError();
+      checkKey(key, this.#options.maxKeyBytes);
+      const leaseMs = checkDuration("leaseMs", options?.leaseMs, 1);
+      const waitMs =
+        mode === "Y" || options.waitMs === undefined ? 0 : checkDuration("waitMs", options.waitMs, 0);
+      const signal = options.signal;
+      if (signal?.aborted) throw new AbortError(`acquire of ${JSON.stringify(key)}`, signal.reason);
+      const spec: AcquireSpec = { mode, key, leaseMs, waitMs, id: this.#ids.next() };
+      op = new AcquireOp(spec, this.#acquireContext, signal);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // An op can settle inside its constructor (no connection at all): then there is nothing to track.
+    if (!op.settled) this.#pending.add(op);
+    if (options.signal === undefined && !options.autoExtend) return op.promise;
+    return op.promise.then((lock) => this.#handOut(lock, options));
+  }
+
+  /** A grant becomes a Lock; one granted after a long wait gets a fresh lease first. */
+  #granted(
+    op: AcquireOp<Lock>,
+    token: bigint,
+    leaseStartBound: number,
+    receivedAt: number,
+  ): Lock | Promise<Lock> {
+    const { key, leaseMs } = op.spec;
+    const lock = new Lock(this.#backend, key, token, leaseMs, leaseStartBound + leaseMs);
+    this.#held.add(lock);
+    if (lock.expiresAt - receivedAt >= leaseMs * REFRESH_BELOW_FRACTION) return lock;
+    // The lease is only known to run from the first write, and most of it may look spent after a
+    // long wait: one extension restarts it from a known time.
+    return lock.extend().then(
+      () => lock,
+      (error: unknown) => {
+        lock.release().catch(() => {});
+        throw error;
+      },
+    );
+  }
+
+  /** The last step for calls with a signal or autoExtend: the caller may have aborted meanwhile. */
+  #handOut(lock: Lock | null, options: AcquireOptions): Lock | null {
+    if (lock === null) return null;
+    const signal = options.signal;
+    if (signal?.aborted || this.#closing !== undefined) {
+      lock.release().catch(() => {});
+      throw signal?.aborted
+        ? new AbortError(`acquire of ${JSON.stringify(lock.key)}`, signal.reason)
+        : new ClientClosedError();
+    }
+    if (options.autoExtend) lock.startAutoExtend();
+    return lock;
+  }
+
+  /** Sends an idempotent request with retries, tracked so that close() waits for it. */
+  #retrying(request: Request, untilMs: number | undefined, done: RetryCallback): void {
+    const retrying = new RetryingRequest(
+      this.#transport,
+      this.#timers,
+      request,
+      this.#retryPolicy,
+      untilMs,
+      this.#retryOver,
+      done,
+    );
+    // After close there is no connection and no timer left to retry with.
+    if (this.#closed) retrying.abandon(new ClientClosedError());
+    else if (!retrying.over) this.#background.add(retrying);
+  }
+
+  readonly #retryOver: RetryCallback = (retrying) => {
+    if (!this.#background.delete(retrying) || this.#background.size > 0) return;
+    const waiters = this.#backgroundDone;
+    this.#backgroundDone = [];
+    for (const resolve of waiters) resolve();
+  };
+
+  #releaseUnwanted(key: string, token: bigint): void {
+    this.#retrying({ op: "R", key, token }, undefined, () => {});
+  }
+
+  #releaseIfGranted(key: string, id: string): void {
+    // Y with the same id answers with the grant the id holds, if any: release that token. If the key
+    // is free instead, the probe wins it for 1 ms and releases it too; if someone else holds it, N.
+    const probe: Request = { op: "Y", key, leaseMs: PROBE_LEASE_MS, id };
+    this.#retrying(probe, undefined, ({ reply }) => {
+      if (reply?.kind === "Y") this.#releaseUnwanted(key, reply.token);
+    });
+  }
+
+  #extend(key: string, token: bigint, leaseMs: number, untilMs: number): Promise<number | false> {
+    return new Promise((resolve, reject) => {
+      if (this.#closing !== undefined) throw new ClientClosedError();
+      checkDuration("leaseMs", leaseMs, 1);
+      this.#retrying({ op: "X", key, token, leaseMs }, untilMs, ({ reply, ticket }, error) => {
+        if (error !== undefined) reject(error);
+        else if (reply?.kind !== "X") reject(new ProtocolError(`unexpected ${reply?.kind} reply to X`));
+        else resolve(reply.extended ? ticket!.writtenAt : false);
+      });
+    });
+  }
+
+  #release(lock: Lock, done: (error: Error | undefined, released: boolean) => void): void {
+    this.#held.delete(lock);
+    const request: Request = { op: "R", key: lock.key, token: lock.token };
+    this.#retrying(request, undefined, ({ reply, firstLostWriteAt }, error) => {
+      if (error !== undefined) {
+        done(error, false);
+      } else if (reply?.kind !== "R") {
+        done(new ProtocolError(`unexpected ${reply?.kind} reply to R`), false);
+      } else {
+        // `R key 0` after an attempt whose reply was lost most likely means that attempt released
+        // the lock: count it as ours if that attempt went out while the lease still ran.
+        done(undefined, reply.released || firstLostWriteAt < lock.expiresAt);
+      }
+    });
+  }
+
+  #lost(lock: Lock, error: LockLostError): void {
+    this.#held.delete(lock);
+    this.#events.emit("lockLost", { key: lock.key, token: lock.token, error });
+  }
+
+  async #shutDown(): Promise<void> {
+    for (const op of this.#pending.toArray()) op.giveUp(new ClientClosedError());
+    for (const lock of this.#held.toArray()) lock.release().catch(() => {});
+    const deadline = this.#timers.clock.now() + this.#options.releaseRetryMs;
+    await this.#quiesce(deadline);
+    this.#closed = true;
+    for (const retrying of this.#background.toArray()) retrying.abandon(new ClientClosedError());
+    this.#transport.close();
+    this.#timers.stop();
+    this.#events.emit("close", {});
+  }
+
+  /** Waits until no request is outstanding or retrying, or until `deadline`. */
+  async #quiesce(deadline: number): Promise<void> {
+    for (;;) {
+      const left = deadline - this.#timers.clock.now();
+      let settled: Promise<unknown>;
+      if (left <= 0) return;
+      if (this.#background.size > 0) {
+        settled = new Promise<void>((resolve) => this.#backgroundDone.push(resolve));
+      } else if (this.#transport.outstanding > 0) {
+        settled = this.#transport.idle();
+      } else {
+        return;
+      }
+      let timer: Timer | undefined;
+      await Promise.race([
+        settled,
+        new Promise<void>((resolve) => (timer = this.#timers.after(left, resolve))),
+      ]);
+      timer?.cancel();
+    }
+  }
+}

@@ -1,0 +1,267 @@
+import { connect as connectTcp, type Socket } from "node:net";
+import { connect as connectTls } from "node:tls";
+import {
+  DEFAULT_LIMITS,
+  FATAL_CODES,
+  isDecodeError,
+  type Reply,
+  ReplyDecoder,
+  type Request,
+} from "@lock/protocol";
+import { AuthError, LockServerError, NoServerError, ProtocolError } from "./errors.js";
+import type { ResolvedOptions } from "./options.js";
+import { serverName, splitAddress } from "./options.js";
+import { Outgoing, RequestQueue } from "./request-queue.js";
+import type { PoolSlot } from "./server-pool.js";
+import type { Timer, TimerQueue } from "./timers.js";
+
+/**
+ * What a request's sender hears back. Exactly one of the two is called per ticket, once, from the
+ * socket's event handlers (never synchronously inside `send`).
+ */
+export interface ReplyHandler {
+  onReply(reply: Reply, ticket: Ticket): void;
+  /**
+   * The request will get no reply on this connection. `written`: it was handed to the socket, so it
+   * may have taken effect; otherwise the server never saw it. `error` says why, when known.
+   */
+  onLost(ticket: Ticket, written: boolean, error: Error | undefined): void;
+}
+
+/** A request on its way: the connection it went out on (if any yet) and who handles its outcome. */
+export class Ticket extends Outgoing {
+  connection: Connection | undefined;
+
+  constructor(
+    request: Request,
+    readonly handler: ReplyHandler,
+    /** Only a connection to this address may carry it (a redirect named it). */
+    readonly address: string | undefined,
+  ) {
+    super(request);
+  }
+}
+
+/** What a connection tells its owner, in this order for one connection: ready, then closed once. */
+export interface ConnectionListener {
+  ready(connection: Connection): void;
+  /** Called before the handlers of the requests it carried hear `onLost`. */
+  closed(connection: Connection, error: Error | undefined): void;
+  /** Replies were handed out (or the connection closed): the outstanding count may have dropped. */
+  settled(): void;
+}
+
+/**
+ * The socket adapter: one TCP or TLS socket to one lockd, with its RequestQueue and ReplyDecoder.
+ * Opens, authenticates (`H` first), writes batches once per tick (waiting for `drain` when the
+ * kernel buffer is full), hands matched replies to their handlers and pings an idle server. It makes
+ * no retry decisions: those belong to the handlers.
+ */
+export class Connection {
+  readonly slot: PoolSlot;
+  readonly #options: ResolvedOptions;
+  readonly #timers: TimerQueue;
+  readonly #listener: ConnectionListener;
+  readonly #queue: RequestQueue<Ticket>;
+  readonly #decoder: ReplyDecoder;
+  readonly #socket: Socket;
+  #ready = false;
+  #closed = false;
+  #error: Error | undefined;
+  #flushScheduled = false;
+  #waitingForDrain = false;
+  #connectTimer: Timer | undefined;
+  #keepAliveTimer: Timer | undefined;
+  #lastReceivedAt: number;
+  #pingOutstanding = false;
+
+  constructor(slot: PoolSlot, options: ResolvedOptions, timers: TimerQueue, listener: ConnectionListener) {
+    this.slot = slot;
+    this.#options = options;
+    this.#timers = timers;
+    this.#listener = listener;
+    const limits = { maxLineBytes: DEFAULT_LIMITS.maxLineBytes, maxKeyBytes: options.maxKeyBytes };
+    this.#queue = new RequestQueue<Ticket>(limits);
+    this.#decoder = new ReplyDecoder(limits);
+    this.#lastReceivedAt = timers.clock.now();
+    const { host, port } = splitAddress(slot.address);
+    const tls = options.tls;
+    const socket = tls
+      ? connectTls({ servername: serverName(host), ...tls, host, port })
+      : connectTcp({ host, port });
+    this.#socket = socket;
+    socket.setNoDelay(true);
+    socket.on(tls ? "secureConnect" : "connect", () => this.#onConnect());
+    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
+    socket.on("drain", () => {
+      this.#waitingForDrain = false;
+      this.#flush();
+    });
+    socket.on("error", (error) => {
+      this.#error ??= error;
+    });
+    socket.on("close", () => this.#onClose());
+    this.#connectTimer = timers.after(options.connectTimeoutMs, () =>
+      this.destroy(new NoServerError(`connecting to ${slot.address} timed out`)),
+    );
+  }
+
+  get address(): string {
+    return this.slot.address;
+  }
+
+  get isReady(): boolean {
+    return this.#ready && !this.#closed;
+  }
+
+  /** Monotonic ms of the last data received: when the replies being handled now arrived. */
+  get lastReceivedAt(): number {
+    return this.#lastReceivedAt;
+  }
+
+  /** Requests queued or awaiting a reply. */
+  get outstanding(): number {
+    return this.#queue.outstanding;
+  }
+
+  /** Queues `ticket` for the next batch. Throws if the request cannot be encoded. */
+  send(ticket: Ticket): void {
+    this.#queue.push(ticket);
+    ticket.connection = this;
+    this.#scheduleFlush();
+  }
+
+  /** Takes back a ticket not yet written; false once written (or not on this connection). */
+  withdraw(ticket: Ticket): boolean {
+    return ticket.connection === this && this.#queue.withdraw(ticket);
+  }
+
+  /** Closes at once; the requests it carried are reported lost. */
+  destroy(error?: Error): void {
+    this.#error ??= error;
+    this.#socket.destroy();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled || this.#waitingForDrain) return;
+    this.#flushScheduled = true;
+    // One write per tick: everything sent during this turn of the event loop goes out together.
+    process.nextTick(this.#flushOnTick);
+  }
+
+  readonly #flushOnTick = (): void => {
+    this.#flushScheduled = false;
+    this.#flush();
+  };
+
+  #flush(): void {
+    if (this.#closed || this.#waitingForDrain || !this.#queue.hasWrites) return;
+    const batch = this.#queue.takeWrites(this.#timers.clock.now());
+    if (!this.#socket.write(batch)) this.#waitingForDrain = true;
+  }
+
+  #onConnect(): void {
+    this.#connectTimer?.cancel();
+    this.#socket.setKeepAlive(true, 15_000);
+    if (this.#options.authToken === undefined) {
+      this.#becomeReady();
+      return;
+    }
+    // The connect timeout covers authentication too: a server that never answers H is no server.
+    this.#connectTimer = this.#timers.after(this.#options.connectTimeoutMs, () =>
+      this.destroy(new NoServerError(`${this.address} did not answer the authentication in time`)),
+    );
+    this.send(new Ticket({ op: "H", secret: this.#options.authToken }, this.#hello, undefined));
+  }
+
+  readonly #hello: ReplyHandler = {
+    onReply: (reply) => {
+      this.#connectTimer?.cancel();
+      // A standby may redirect H like any verb; the connection still works (requests get redirected).
+      if (reply.kind === "H" || reply.kind === "M") {
+        this.#becomeReady();
+      } else if (reply.kind === "E" && (reply.code === "AUTH_FAILED" || reply.code === "NOT_AUTHENTICATED")) {
+        this.destroy(new AuthError(`${this.address} refused the auth token (${reply.code})`));
+      } else {
+        this.destroy(new ProtocolError(`${this.address} answered H with ${reply.kind}`));
+      }
+    },
+    onLost: () => {},
+  };
+
+  #becomeReady(): void {
+    this.#ready = true;
+    this.#lastReceivedAt = this.#timers.clock.now();
+    this.#armKeepAlive();
+    this.#listener.ready(this);
+  }
+
+  #onData(chunk: Buffer): void {
+    this.#lastReceivedAt = this.#timers.clock.now();
+    const frames = this.#decoder.push(chunk);
+    for (let i = 0; i < frames.length && !this.#closed; i++) {
+      const frame = frames[i]!;
+      if (isDecodeError(frame)) {
+        this.destroy(
+          new ProtocolError(`${this.address} sent a bad reply line: ${frame.code} ${frame.message}`),
+        );
+        return;
+      }
+      const ticket = this.#queue.match(frame);
+      if (ticket !== undefined) ticket.handler.onReply(frame, ticket);
+      else this.#unmatched(frame);
+    }
+    this.#listener.settled();
+  }
+
+  /** A reply to no outstanding request: a connection-level error line, or a server bug. */
+  #unmatched(reply: Reply): void {
+    if (reply.kind === "E" && reply.op === "?") {
+      if (reply.code === "AUTH_TIMEOUT") this.#error ??= new AuthError(`${this.address}: ${reply.message}`);
+      // The server closes the connection after these; remember why for the requests it carried.
+      if (FATAL_CODES.has(reply.code) || reply.code === "SHUTTING_DOWN") {
+        this.#error ??= new LockServerError(reply.code, reply.message);
+        return;
+      }
+    }
+    this.destroy(new ProtocolError(`${this.address} sent a reply that answers no request: ${reply.kind}`));
+  }
+
+  #armKeepAlive(): void {
+    const interval = this.#options.keepAliveMs;
+    if (interval === 0 || this.#closed) return;
+    this.#keepAliveTimer = this.#timers.after(interval, () => {
+      const silentFor = this.#timers.clock.now() - this.#lastReceivedAt;
+      if (this.#pingOutstanding && silentFor >= interval) {
+        this.destroy(new NoServerError(`${this.address} did not answer a ping within ${interval} ms`));
+        return;
+      }
+      if (silentFor >= interval && !this.#pingOutstanding) {
+        this.#pingOutstanding = true;
+        this.send(new Ticket({ op: "P" }, this.#pong, undefined));
+      }
+      this.#armKeepAlive();
+    });
+  }
+
+  readonly #pong: ReplyHandler = {
+    onReply: () => {
+      this.#pingOutstanding = false;
+    },
+    onLost: () => {},
+  };
+
+  #onClose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#ready = false;
+    this.#connectTimer?.cancel();
+    this.#keepAliveTimer?.cancel();
+    const error = this.#error ?? new NoServerError(`connection to ${this.address} closed`);
+    this.#listener.closed(this, error);
+    const { unwritten, written } = this.#queue.takeAll();
+    for (const ticket of unwritten) ticket.handler.onLost(ticket, false, error);
+    for (const ticket of written) ticket.handler.onLost(ticket, true, error);
+    this.#listener.settled();
+  }
+}

@@ -1,0 +1,92 @@
+import type { Reply, Request } from "@lock/protocol";
+import { vi } from "vitest";
+import { type ReplyHandler, Ticket } from "./connection.js";
+import { TimerQueue } from "./timers.js";
+import type { Router } from "./transport.js";
+
+/**
+ * Test doubles for the pure parts: a TimerQueue on vitest's fake clock, and a Router that records
+ * what was sent and lets the test answer, drop or redirect each request by hand.
+ */
+
+/** A TimerQueue driven by vitest fake timers; call `vi.useFakeTimers()` first. */
+export function fakeTimers(): TimerQueue {
+  return new TimerQueue({ now: () => Date.now() });
+}
+
+export interface Sent {
+  readonly ticket: Ticket;
+  readonly request: Request;
+  /** Which fake connection carried it. */
+  readonly connection: number;
+  readonly address: string | undefined;
+}
+
+export class FakeRouter implements Router {
+  size = 2;
+  /** False: `send` finds no connection at all. */
+  available = true;
+  lastError: Error | undefined;
+  readonly sent: Sent[] = [];
+  readonly withdrawn: Ticket[] = [];
+  readonly redirects: Array<{ from: number; to: string }> = [];
+  readonly drained: Ticket[] = [];
+  #nextConnection = 0;
+
+  send(request: Request, handler: ReplyHandler, address?: string): Ticket | undefined {
+    if (!this.available) return undefined;
+    const ticket = new Ticket(request, handler, address);
+    ticket.writtenAt = Date.now();
+    ticket.state = "written";
+    const connection = this.#nextConnection++ % this.size;
+    this.sent.push({ ticket, request, connection, address });
+    return ticket;
+  }
+
+  sendAlongside(ticket: Ticket, request: Request, handler: ReplyHandler): Ticket | undefined {
+    const on = this.sent.find((sent) => sent.ticket === ticket);
+    if (on === undefined) return undefined;
+    const companion = new Ticket(request, handler, on.address);
+    this.sent.push({ ticket: companion, request, connection: on.connection, address: on.address });
+    return companion;
+  }
+
+  /** Tickets marked `queued` by the test can be withdrawn, as a connection would allow. */
+  withdraw(ticket: Ticket): boolean {
+    if (ticket.state !== "queued") return false;
+    ticket.state = "withdrawn";
+    this.withdrawn.push(ticket);
+    return true;
+  }
+
+  redirected(ticket: Ticket, address: string): void {
+    const from = this.sent.find((sent) => sent.ticket === ticket)?.connection ?? -1;
+    this.redirects.push({ from, to: address });
+  }
+
+  served(): void {}
+
+  draining(ticket: Ticket): void {
+    this.drained.push(ticket);
+  }
+
+  last(): Sent {
+    const sent = this.sent.at(-1);
+    if (sent === undefined) throw new Error("nothing was sent");
+    return sent;
+  }
+
+  reply(sent: Sent, reply: Reply): void {
+    sent.ticket.state = "answered";
+    sent.ticket.handler.onReply(reply, sent.ticket);
+  }
+
+  lose(sent: Sent, written = true, error?: Error): void {
+    sent.ticket.state = "dropped";
+    sent.ticket.handler.onLost(sent.ticket, written, error);
+  }
+}
+
+export function advance(ms: number): void {
+  vi.advanceTimersByTime(ms);
+}

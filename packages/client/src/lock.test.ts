@@ -1,0 +1,181 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { LockLostError, NoServerError } from "./errors.js";
+import { fakeTimers } from "./fakes.test.support.js";
+import { Lock, type LockBackend } from "./lock.js";
+
+interface PendingExtend {
+  readonly leaseMs: number;
+  readonly untilMs: number;
+  resolve(writtenAt: number | false): void;
+  reject(error: Error): void;
+}
+
+/** A backend whose extensions and releases the test answers by hand. */
+class FakeBackend implements LockBackend {
+  readonly timers = fakeTimers();
+  readonly extends: PendingExtend[] = [];
+  readonly releases: Array<(error: Error | undefined, released: boolean) => void> = [];
+  readonly lostErrors: LockLostError[] = [];
+
+  extend(_key: string, _token: bigint, leaseMs: number, untilMs: number): Promise<number | false> {
+    return new Promise((resolve, reject) => this.extends.push({ leaseMs, untilMs, resolve, reject }));
+  }
+
+  release(_lock: Lock, done: (error: Error | undefined, released: boolean) => void): void {
+    this.releases.push(done);
+  }
+
+  lost(_lock: Lock, error: LockLostError): void {
+    this.lostErrors.push(error);
+  }
+
+  /** Confirms the oldest pending extension as written now. */
+  confirmExtend(): void {
+    this.extends.shift()!.resolve(this.timers.clock.now());
+  }
+}
+
+const LEASE = 300;
+
+describe("Lock", () => {
+  let backend: FakeBackend;
+  let lock: Lock;
+
+  beforeEach(() => {
+    vi.useFakeTimers();
+    backend = new FakeBackend();
+    lock = new Lock(backend, "orders:42", 1099511627777n, LEASE, Date.now() + LEASE);
+  });
+  afterEach(() => {
+    backend.timers.stop();
+    vi.useRealTimers();
+  });
+
+  it("counts its lease down from the deadline it was given", async () => {
+    expect(lock.held).toBe(true);
+    expect(lock.remainingMs).toBe(LEASE);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(lock.remainingMs).toBe(200);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(lock.remainingMs).toBe(0);
+    expect(lock.held).toBe(false);
+  });
+
+  it("extend moves the deadline to the confirmed write time plus the lease", async () => {
+    await vi.advanceTimersByTimeAsync(100);
+    const extended = lock.extend(1_000);
+    expect(backend.extends[0]).toMatchObject({ leaseMs: 1_000, untilMs: lock.expiresAt });
+    const writtenAt = Date.now();
+    await vi.advanceTimersByTimeAsync(5);
+    backend.extends.shift()!.resolve(writtenAt);
+    await extended;
+    expect(lock.expiresAt).toBe(writtenAt + 1_000);
+  });
+
+  it("an extension the server refuses loses the lock and aborts its signal", async () => {
+    const signal = lock.signal;
+    const extended = lock.extend();
+    backend.extends.shift()!.resolve(false);
+    await expect(extended).rejects.toBeInstanceOf(LockLostError);
+    expect(lock.state).toBe("lost");
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBeInstanceOf(LockLostError);
+    expect(backend.lostErrors).toHaveLength(1);
+    await expect(lock.extend()).rejects.toBe(signal.reason);
+    expect(await lock.release()).toBe(false);
+    expect(backend.releases).toHaveLength(0);
+  });
+
+  it("a connection failure before the deadline is reported as is; the lock is still held", async () => {
+    const extended = lock.extend();
+    backend.extends.shift()!.reject(new NoServerError("refused"));
+    await expect(extended).rejects.toBeInstanceOf(NoServerError);
+    expect(lock.state).toBe("held");
+  });
+
+  it("no confirmation by the deadline loses the lock", async () => {
+    const extended = lock.extend();
+    await vi.advanceTimersByTimeAsync(LEASE);
+    backend.extends.shift()!.reject(new NoServerError("no server answered X in time"));
+    const error = await extended.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockLostError);
+    expect((error as Error).cause).toBeInstanceOf(NoServerError);
+    expect(lock.state).toBe("lost");
+  });
+
+  it("signal aborts when the lease runs out unextended, and not before", async () => {
+    const signal = lock.signal;
+    await vi.advanceTimersByTimeAsync(LEASE - 1);
+    expect(signal.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(2);
+    expect(signal.aborted).toBe(true);
+    expect(backend.lostErrors).toHaveLength(1);
+  });
+
+  it("autoExtend renews at every third of the lease and keeps the lock through 5 lease periods", async () => {
+    lock.startAutoExtend();
+    const signal = lock.signal;
+    for (let elapsed = 0; elapsed < 5 * LEASE; elapsed += LEASE / 3) {
+      expect(backend.extends).toHaveLength(0);
+      await vi.advanceTimersByTimeAsync(LEASE / 3);
+      expect(backend.extends).toHaveLength(1);
+      backend.confirmExtend();
+      await vi.advanceTimersByTimeAsync(0);
+    }
+    expect(signal.aborted).toBe(false);
+    expect(lock.held).toBe(true);
+    expect(lock.remainingMs).toBe(LEASE);
+  });
+
+  it("autoExtend gives up with the lease when no server confirms in time", async () => {
+    lock.startAutoExtend();
+    const signal = lock.signal;
+    await vi.advanceTimersByTimeAsync(LEASE / 3);
+    const pending = backend.extends.shift()!;
+    expect(pending.untilMs).toBe(lock.expiresAt);
+    await vi.advanceTimersByTimeAsync((2 * LEASE) / 3);
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBeInstanceOf(LockLostError);
+    pending.reject(new NoServerError("no server answered X in time"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(backend.lostErrors).toHaveLength(1);
+  });
+
+  it("release is idempotent and ends the renewals; a refusal after it is not a loss", async () => {
+    lock.startAutoExtend();
+    await vi.advanceTimersByTimeAsync(LEASE / 3);
+    const inFlight = backend.extends.shift()!;
+    const released = lock.release();
+    expect(lock.release()).toBe(released);
+    expect(lock.state).toBe("releasing");
+    expect(backend.releases).toHaveLength(1);
+    inFlight.resolve(false);
+    backend.releases[0]!(undefined, true);
+    expect(await released).toBe(true);
+    expect(lock.state).toBe("released");
+    expect(backend.lostErrors).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(5 * LEASE);
+    expect(backend.extends).toHaveLength(0);
+    await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
+  });
+
+  it("a failed release rejects, and the lock still counts as let go", async () => {
+    const released = lock.release();
+    backend.releases[0]!(new NoServerError("no server answered R in time"), false);
+    await expect(released).rejects.toBeInstanceOf(NoServerError);
+    expect(lock.state).toBe("released");
+  });
+
+  it("await using releases at the end of the block, also when it throws", async () => {
+    const run = async () => {
+      await using held = lock;
+      expect(held.held).toBe(true);
+      throw new Error("work failed");
+    };
+    const outcome = run();
+    await vi.advanceTimersByTimeAsync(0);
+    backend.releases[0]!(undefined, true);
+    await expect(outcome).rejects.toThrow("work failed");
+    expect(lock.state).toBe("released");
+  });
+});

@@ -1,0 +1,219 @@
+import { LockLostError } from "./errors.js";
+import { type Linked, NEXT, OWNER, PREV } from "./linked-set.js";
+import type { Timer, TimerQueue } from "./timers.js";
+
+/** What a Lock needs from its client. The client implements it over its connections. */
+export interface LockBackend {
+  readonly timers: TimerQueue;
+  /**
+   * Sends `X key token leaseMs`, retrying over live connections until `untilMs` (at least once).
+   * Resolves with the monotonic time the confirmed attempt was written, or false if the server said
+   * the token no longer holds the key. Rejects if no server confirmed it by `untilMs`.
+   */
+  extend(key: string, token: bigint, leaseMs: number, untilMs: number): Promise<number | false>;
+  /** Sends `R key token` with the release retry policy; `done` gets whether we still held it. */
+  release(lock: Lock, done: (error: Error | undefined, released: boolean) => void): void;
+  /** The lock was lost (not released): the client forgets it and tells its listeners. */
+  lost(lock: Lock, error: LockLostError): void;
+}
+
+/**
+ * `held` until released or lost. `releasing` while the release is in flight; `released` once it is
+ * done, whatever the outcome (a release that could not reach a server leaves the lock to its lease).
+ */
+export type LockState = "held" | "releasing" | "released" | "lost";
+
+// autoExtend renews when a third of the lease has gone by, leaving two thirds for retries.
+const RENEW_AT_FRACTION = 1 / 3;
+
+/**
+ * A held lock: its key, fencing token and lease deadline, and the means to extend and release it.
+ *
+ * The deadline (`expiresAt`, monotonic ms like `performance.now()`) counts from when the request that
+ * started the lease was written, not from when its reply arrived: the server starts the lease when
+ * it grants, which is after the write, so the client's deadline is never later than the server's.
+ *
+ * Concurrency: extend() calls may overlap (the latest confirmed deadline wins); release() is
+ * idempotent (later calls return the first call's promise) and ends every extension: a refusal
+ * that arrives after release() started does not count as a loss.
+ */
+export class Lock implements AsyncDisposable, Linked {
+  /** @internal */
+  [PREV]: Linked | undefined;
+  /** @internal */
+  [NEXT]: Linked | undefined;
+  /** @internal */
+  [OWNER]: Linked[typeof OWNER];
+  readonly key: string;
+  /** The fencing token: pass it to the protected resource (see @lock/fence). */
+  readonly token: bigint;
+  /** The lease asked for, in ms: what autoExtend renews to and extend() defaults to. */
+  readonly leaseMs: number;
+  readonly #backend: LockBackend;
+  #expiresAt: number;
+  #state: LockState = "held";
+  #controller: AbortController | undefined;
+  #lostError: LockLostError | undefined;
+  #expiryTimer: Timer | undefined;
+  #renewTimer: Timer | undefined;
+  #autoExtend = false;
+  #release: Promise<boolean> | undefined;
+
+  /** @internal Locks come from LockClient.acquire / tryAcquire / withLock. */
+  constructor(backend: LockBackend, key: string, token: bigint, leaseMs: number, expiresAt: number) {
+    this.#backend = backend;
+    this.key = key;
+    this.token = token;
+    this.leaseMs = leaseMs;
+    this.#expiresAt = expiresAt;
+  }
+
+  /** Monotonic ms (the `performance.now()` clock) at which the lease ends, as far as the client knows. */
+  get expiresAt(): number {
+    return this.#expiresAt;
+  }
+
+  /** Lease left, in ms (0 when it ran out). */
+  get remainingMs(): number {
+    return Math.max(0, this.#expiresAt - this.#backend.timers.clock.now());
+  }
+
+  get state(): LockState {
+    return this.#state;
+  }
+
+  /** True while the lock is held and its lease has not run out. */
+  get held(): boolean {
+    return this.#state === "held" && this.remainingMs > 0;
+  }
+
+  /**
+   * Aborts when the lock is lost: an extension was refused, or the lease ran out before one was
+   * confirmed. The reason is a LockLostError. Not aborted by release(). Pass it to the work the lock
+   * protects so that work stops when the lock goes.
+   */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#lostError !== undefined) this.#controller.abort(this.#lostError);
+      else this.#watchExpiry();
+    }
+    return this.#controller.signal;
+  }
+
+  /**
+   * Sets the lease to `leaseMs` (default: the acquired lease) from now. Rejects with LockLostError if
+   * the server no longer holds the lock for this token, or if no server confirmed the extension
+   * before the lease ran out (the lock is then lost and `signal` aborts).
+   */
+  async extend(leaseMs: number = this.leaseMs): Promise<void> {
+    if (this.#state === "lost") throw this.#lostError!;
+    if (this.#state !== "held") throw new LockLostError(this.key, this.token, "it was released");
+    const now = this.#backend.timers.clock.now();
+    let writtenAt: number | false;
+    try {
+      writtenAt = await this.#backend.extend(this.key, this.token, leaseMs, Math.max(now, this.#expiresAt));
+    } catch (error) {
+      if (this.#state !== "held") throw error;
+      if (this.#backend.timers.clock.now() < this.#expiresAt) throw error;
+      throw this.#lose("no server confirmed an extension before the lease ran out", error);
+    }
+    if (this.#state !== "held") {
+      if (this.#state === "lost") throw this.#lostError!;
+      return;
+    }
+    if (writtenAt === false) throw this.#lose("the server refused the extension (X 0)");
+    this.#expiresAt = Math.max(this.#expiresAt, writtenAt + leaseMs);
+  }
+
+  /**
+   * Releases the lock (retried over live connections for a while if none answers). Resolves true if
+   * this lock still held the key, false if it had already gone (lease ran out, or lost). Rejects with
+   * NoServerError if no server answered in time: the server then frees the key when the lease ends.
+   */
+  release(): Promise<boolean> {
+    if (this.#release !== undefined) return this.#release;
+    this.#stopTimers();
+    if (this.#state === "lost") {
+      this.#release = Promise.resolve(false);
+      return this.#release;
+    }
+    this.#state = "releasing";
+    this.#release = new Promise((resolve, reject) =>
+      this.#backend.release(this, (error, released) => {
+        this.#state = "released";
+        if (error === undefined) resolve(released);
+        else reject(error);
+      }),
+    );
+    return this.#release;
+  }
+
+  /** `await using lock = await client.acquire(…)` releases at the end of the block. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /**
+   * @internal Renews the lease whenever a third of it has gone by, until release or loss. Renewals
+   * that fail for want of a server are retried by the backend until the lease ends.
+   */
+  startAutoExtend(): void {
+    if (this.#autoExtend || this.#state !== "held") return;
+    this.#autoExtend = true;
+    this.#scheduleRenewal();
+    this.#watchExpiry();
+  }
+
+  #scheduleRenewal(): void {
+    const renewAt = this.#expiresAt - this.leaseMs * (1 - RENEW_AT_FRACTION);
+    this.#renewTimer = this.#backend.timers.at(renewAt, () => {
+      this.#renewTimer = undefined;
+      this.extend().then(
+        () => {
+          if (this.#state === "held") this.#scheduleRenewal();
+        },
+        (error: unknown) => {
+          // A refusal or a lease run out already lost the lock. Anything else (a server refusing
+          // the lease length, say) means the lease cannot be kept: say so now, not at expiry.
+          if (this.#state === "held") this.#lose("the automatic extension failed", error);
+        },
+      );
+    });
+  }
+
+  /** Declares the lock lost when the deadline passes without a confirmed extension. */
+  #watchExpiry(): void {
+    if (this.#expiryTimer !== undefined || this.#state !== "held") return;
+    this.#expiryTimer = this.#backend.timers.at(this.#expiresAt, () => {
+      this.#expiryTimer = undefined;
+      if (this.#state !== "held") return;
+      // An extension may have moved the deadline since this timer was set.
+      if (this.#backend.timers.clock.now() < this.#expiresAt) this.#watchExpiry();
+      else this.#lose("the lease ran out before it was extended");
+    });
+  }
+
+  #lose(reason: string, cause?: unknown): LockLostError {
+    if (this.#lostError !== undefined) return this.#lostError;
+    const error = new LockLostError(
+      this.key,
+      this.token,
+      reason,
+      cause === undefined ? undefined : { cause },
+    );
+    this.#lostError = error;
+    this.#state = "lost";
+    this.#stopTimers();
+    this.#controller?.abort(error);
+    this.#backend.lost(this, error);
+    return error;
+  }
+
+  #stopTimers(): void {
+    this.#expiryTimer?.cancel();
+    this.#renewTimer?.cancel();
+    this.#expiryTimer = undefined;
+    this.#renewTimer = undefined;
+  }
+}

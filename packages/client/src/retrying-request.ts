@@ -1,0 +1,166 @@
+import { RETRYABLE_CODES, type Reply, type Request } from "@lock/protocol";
+import type { ReplyHandler, Ticket } from "./connection.js";
+import { errorFromReply, NoServerError, ProtocolError } from "./errors.js";
+import { type Linked, NEXT, OWNER, PREV } from "./linked-set.js";
+import type { Timer, TimerQueue } from "./timers.js";
+import type { Router } from "./transport.js";
+
+/** More redirects in a row than this is a loop between misconfigured nodes, not a failover. */
+export const MAX_REDIRECTS = 5;
+
+/** How long and how often to retry; one object serves every request of a client. */
+export interface RetryPolicy {
+  /** Without a deadline of its own, a request gives up this long after its first attempt. */
+  readonly windowMs: number;
+  /** Pause after an attempt that got no usable answer. */
+  readonly intervalMs: number;
+}
+
+/**
+ * Called once: with `error` undefined and `request.reply` set, or with the error the request
+ * failed with. `finished` runs first (the owner's bookkeeping), then `done` (the caller's).
+ */
+export type RetryCallback = (request: RetryingRequest, error: Error | undefined) => void;
+
+/**
+ * One idempotent request (release, extend, the probe for an orphaned grant) sent until it gets a
+ * definitive reply: over any ready connection, again every `intervalMs` while none answers, straight
+ * to the address a redirect names, again after `NO_ACTIVE` / `SHUTTING_DOWN`. Only idempotent requests
+ * may use it: an attempt whose connection dropped may have taken effect before the next one.
+ *
+ * It fails with NoServerError once `untilMs` has passed without a definitive reply (the first
+ * attempt always gets `intervalMs`), or with the error an `E` reply stands for. An attempt still in
+ * flight then is not waited for (its connection's keepalive bounds it); a late reply is ignored.
+ *
+ * Callbacks rather than a promise, and no timer until an attempt fails: a release is on the hot
+ * path of every lock, and the usual one is a single round trip.
+ */
+export class RetryingRequest implements ReplyHandler, Linked {
+  [PREV]: Linked | undefined;
+  [NEXT]: Linked | undefined;
+  [OWNER]: Linked[typeof OWNER];
+  readonly request: Request;
+  /** The definitive reply, once there is one. */
+  reply: Reply | undefined;
+  /** The attempt that got `reply`. */
+  ticket: Ticket | undefined;
+  /**
+   * When the first attempt whose reply was lost had been written (NaN if none was): that attempt
+   * may have taken effect, which changes what a `0` answer to a later one means.
+   */
+  firstLostWriteAt = Number.NaN;
+  readonly #router: Router;
+  readonly #timers: TimerQueue;
+  readonly #policy: RetryPolicy;
+  readonly #untilMs: number | undefined;
+  #startedAt = Number.NaN;
+  readonly #finished: RetryCallback;
+  readonly #done: RetryCallback;
+  #current: Ticket | undefined;
+  #pause: Timer | undefined;
+  #giveUp: Timer | undefined;
+  #redirects = 0;
+  #lastError: Error | undefined;
+  #over = false;
+
+  constructor(
+    router: Router,
+    timers: TimerQueue,
+    request: Request,
+    policy: RetryPolicy,
+    /** Monotonic ms after which no further attempt starts; undefined: `windowMs` after the first. */
+    untilMs: number | undefined,
+    finished: RetryCallback,
+    done: RetryCallback,
+  ) {
+    this.#router = router;
+    this.#timers = timers;
+    this.request = request;
+    this.#policy = policy;
+    this.#untilMs = untilMs;
+    this.#finished = finished;
+    this.#done = done;
+    this.#attempt(undefined);
+  }
+
+  get over(): boolean {
+    return this.#over;
+  }
+
+  /** Stops retrying and fails with `error` (the client is closing). */
+  abandon(error: Error): void {
+    this.#end(error);
+  }
+
+  onReply(reply: Reply, ticket: Ticket): void {
+    if (ticket !== this.#current || this.#over) return;
+    this.#current = undefined;
+    if (Number.isNaN(this.#startedAt)) this.#startedAt = ticket.writtenAt;
+    if (reply.kind === "M") {
+      this.#router.redirected(ticket, reply.address);
+      if (++this.#redirects > MAX_REDIRECTS) {
+        this.#end(new ProtocolError(`more than ${MAX_REDIRECTS} redirects for ${this.request.op}`));
+      } else {
+        this.#attempt(reply.address);
+      }
+      return;
+    }
+    if (reply.kind === "E") {
+      if (!RETRYABLE_CODES.has(reply.code)) {
+        this.#end(errorFromReply(reply));
+        return;
+      }
+      if (reply.code === "SHUTTING_DOWN") this.#router.draining(ticket);
+      this.#lastError = errorFromReply(reply);
+      this.#retryLater();
+      return;
+    }
+    this.#router.served(ticket);
+    this.reply = reply;
+    this.ticket = ticket;
+    this.#end(undefined);
+  }
+
+  onLost(ticket: Ticket, written: boolean, error: Error | undefined): void {
+    if (ticket !== this.#current || this.#over) return;
+    this.#current = undefined;
+    if (Number.isNaN(this.#startedAt)) this.#startedAt = ticket.writtenAt;
+    if (written && Number.isNaN(this.firstLostWriteAt)) this.firstLostWriteAt = ticket.writtenAt;
+    this.#lastError = error ?? this.#lastError;
+    this.#retryLater();
+  }
+
+  #attempt(address: string | undefined): void {
+    this.#pause = undefined;
+    if (this.#over) return;
+    this.#current = this.#router.send(this.request, this, address);
+    if (this.#current === undefined) this.#retryLater();
+  }
+
+  #retryLater(): void {
+    // The cap is on redirects in a row: a paced retry after a failover is not a redirect loop.
+    this.#redirects = 0;
+    if (this.#giveUp === undefined) {
+      // Set up only now: the usual request succeeds at once and never needs this timer. The first
+      // attempt started at its write (or now, if it never got one), which is close enough.
+      const { windowMs, intervalMs } = this.#policy;
+      const untilMs = this.#untilMs;
+      const startedAt = Number.isNaN(this.#startedAt) ? this.#timers.clock.now() : this.#startedAt;
+      const giveUpAt = Math.max(untilMs ?? startedAt + windowMs, startedAt + intervalMs);
+      const cause = () => ({ cause: this.#lastError });
+      this.#giveUp = this.#timers.at(giveUpAt, () =>
+        this.#end(new NoServerError(`no server answered ${this.request.op} in time`, cause())),
+      );
+    }
+    this.#pause = this.#timers.after(this.#policy.intervalMs, () => this.#attempt(undefined));
+  }
+
+  #end(error: Error | undefined): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.#giveUp?.cancel();
+    this.#pause?.cancel();
+    this.#finished(this, error);
+    this.#done(this, error);
+  }
+}

@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_OPTIONS, resolveOptions } from "./options.js";
+import { type PoolSlot, ServerPool } from "./server-pool.js";
+
+const INTERVAL = 3_000;
+
+function readyPool(addresses: string[]): ServerPool {
+  const pool = new ServerPool(addresses, { reconnectIntervalMs: INTERVAL });
+  for (const slot of pool.dueForConnect(0)) {
+    pool.connecting(slot);
+    pool.ready(slot);
+  }
+  return pool;
+}
+
+const picks = (pool: ServerPool, count: number, address?: string) =>
+  Array.from({ length: count }, () => pool.pick(address)?.index);
+
+describe("ServerPool", () => {
+  it("keeps one connection per address, and two for a single address", () => {
+    expect(new ServerPool(["a:1", "b:1", "c:1"], { reconnectIntervalMs: INTERVAL }).size).toBe(3);
+    const single = new ServerPool(["a:1"], { reconnectIntervalMs: INTERVAL });
+    expect(single.slots.map((slot) => slot.address)).toEqual(["a:1", "a:1"]);
+  });
+
+  it("connects every slot at once at the start", () => {
+    const pool = new ServerPool(["a:1", "b:1"], { reconnectIntervalMs: INTERVAL });
+    expect(pool.dueForConnect(0)).toHaveLength(2);
+    expect(pool.pick()).toBeUndefined();
+  });
+
+  it("reconnects 3 s apart by default", () => {
+    expect(DEFAULT_OPTIONS.reconnectIntervalMs).toBe(3_000);
+    expect(resolveOptions({ servers: ["a:1"] }).reconnectIntervalMs).toBe(3_000);
+  });
+
+  it("picks ready connections round-robin", () => {
+    const pool = readyPool(["a:1", "b:1", "c:1"]);
+    expect(picks(pool, 7)).toEqual([0, 1, 2, 0, 1, 2, 0]);
+  });
+
+  it("skips a connection that went down, and reconnects it after the interval, and again after each failure", () => {
+    const pool = readyPool(["a:1", "b:1", "c:1"]);
+    const b = pool.slots[1]!;
+    pool.down(b, 10_000, new Error("reset"));
+    expect(picks(pool, 4)).toEqual([0, 2, 0, 2]);
+    expect(pool.nextConnectAt()).toBe(10_000 + INTERVAL);
+    expect(pool.dueForConnect(10_000 + INTERVAL - 1)).toEqual([]);
+    expect(pool.dueForConnect(10_000 + INTERVAL)).toEqual([b]);
+    pool.connecting(b);
+    pool.down(b, 13_050, new Error("refused"));
+    expect(b.failedAttempts).toBe(1);
+    expect(pool.nextConnectAt()).toBe(13_050 + INTERVAL);
+    pool.connecting(b);
+    pool.ready(b);
+    expect(b.failedAttempts).toBe(0);
+    expect(pool.nextConnectAt()).toBeUndefined();
+    expect(new Set(picks(pool, 3))).toEqual(new Set([0, 1, 2]));
+  });
+
+  it("says when a request can wait for a connection that is opening", () => {
+    const pool = new ServerPool(["a:1", "b:1"], { reconnectIntervalMs: INTERVAL });
+    const [a, b] = pool.slots as [PoolSlot, PoolSlot];
+    pool.connecting(a);
+    expect(pool.isConnecting()).toBe(true);
+    expect(pool.isConnecting("b:1")).toBe(false);
+    pool.down(a, 0);
+    pool.down(b, 0);
+    expect(pool.isConnecting()).toBe(false);
+  });
+
+  it("prefers nodes that did not redirect, and falls back to standbys when nothing else is ready", () => {
+    const pool = readyPool(["a:1", "b:1", "c:1"]);
+    pool.standby("a:1");
+    pool.standby("b:1");
+    expect(picks(pool, 3)).toEqual([2, 2, 2]);
+    pool.down(pool.slots[2]!, 0);
+    expect(new Set(picks(pool, 4))).toEqual(new Set([0, 1]));
+    pool.serving(pool.slots[0]!);
+    expect(picks(pool, 2)).toEqual([0, 0]);
+  });
+
+  it("forgets the standby mark when the connection opens again", () => {
+    const pool = readyPool(["a:1", "b:1"]);
+    const a = pool.slots[0]!;
+    pool.standby("a:1");
+    pool.down(a, 0);
+    pool.connecting(a);
+    pool.ready(a);
+    expect(a.standby).toBe(false);
+  });
+
+  it("adds a slot for a redirect target that is not configured, due at once", () => {
+    const pool = readyPool(["a:1"]);
+    const [added] = pool.ensure("[::1]:7420", 500);
+    expect(pool.size).toBe(3);
+    expect(added!.address).toBe("[::1]:7420");
+    expect(pool.dueForConnect(500)).toEqual([added]);
+    expect(pool.ensure("[::1]:7420", 600)).toEqual([added]);
+    expect(pool.pick("[::1]:7420")).toBeUndefined();
+    pool.connecting(added!);
+    pool.ready(added!);
+    expect(pool.pick("[::1]:7420")).toBe(added);
+  });
+
+  it("takes a draining node out of rotation", () => {
+    const pool = readyPool(["a:1", "b:1"]);
+    pool.draining(pool.slots[0]!);
+    expect(picks(pool, 3)).toEqual([1, 1, 1]);
+  });
+
+  it("remembers the last connection error", () => {
+    const pool = readyPool(["a:1", "b:1"]);
+    const error = new Error("refused");
+    pool.down(pool.slots[1]!, 0, error);
+    pool.down(pool.slots[0]!, 0);
+    expect(pool.lastError).toBe(error);
+  });
+});

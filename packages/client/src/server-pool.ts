@@ -1,0 +1,177 @@
+/**
+ * The connection slots of a client and the policy that rotates and reconnects them, as a pure unit:
+ * no sockets and no timers; time comes in as arguments. The socket adapter reports what happened
+ * (`connecting`, `ready`, `down`, …) and asks what to do (`pick`, `dueForConnect`, `nextConnectAt`).
+ *
+ * Policy (the seed's "How clients behave"):
+ * - one slot per configured address, two when a single address is configured, so that requests keep
+ *   flowing while one of the two reconnects;
+ * - requests go round-robin over the `ready` slots; a slot that is not ready is skipped;
+ * - a slot that went down is connected again `reconnectIntervalMs` after it went down, and again
+ *   every `reconnectIntervalMs` for as long as attempts fail;
+ * - a node that redirected us (a standby) is only used while no other node is ready, so requests go
+ *   straight to the active once it is known; connecting again forgets the mark;
+ * - a redirect to an address not configured adds a slot for it.
+ */
+export type SlotState = "idle" | "connecting" | "ready" | "draining";
+
+export interface PoolSlot {
+  /** Stable identity for events and logs: the slot's position in the pool. */
+  readonly index: number;
+  readonly address: string;
+  state: SlotState;
+  /** Monotonic ms at which an `idle` slot should be connected. */
+  nextConnectAt: number;
+  /** Connect attempts since the slot was last ready (0 while ready). */
+  failedAttempts: number;
+  /** It answered a request with a redirect: prefer other nodes. */
+  standby: boolean;
+  /** Whether it has ever been ready (its next connect is a reconnect). */
+  everReady: boolean;
+  lastError: Error | undefined;
+}
+
+export interface ServerPoolOptions {
+  readonly reconnectIntervalMs: number;
+}
+
+export class ServerPool {
+  readonly #slots: PoolSlot[] = [];
+  readonly #reconnectIntervalMs: number;
+  #cursor = 0;
+  #lastError: Error | undefined;
+
+  /** Every slot is `idle` and due at once, so the first `dueForConnect` connects them all. */
+  constructor(addresses: readonly string[], options: ServerPoolOptions) {
+    if (addresses.length === 0) throw new RangeError("at least one server address is required");
+    this.#reconnectIntervalMs = options.reconnectIntervalMs;
+    const perAddress = addresses.length === 1 ? 2 : 1;
+    for (const address of addresses) for (let i = 0; i < perAddress; i++) this.#add(address);
+  }
+
+  get slots(): readonly PoolSlot[] {
+    return this.#slots;
+  }
+
+  /** Registered connections: how many an acquire tries before it reports that none is usable. */
+  get size(): number {
+    return this.#slots.length;
+  }
+
+  get readyCount(): number {
+    let ready = 0;
+    for (const slot of this.#slots) if (slot.state === "ready") ready++;
+    return ready;
+  }
+
+  connecting(slot: PoolSlot): void {
+    slot.state = "connecting";
+    slot.standby = false;
+  }
+
+  ready(slot: PoolSlot): void {
+    slot.state = "ready";
+    slot.failedAttempts = 0;
+    slot.everReady = true;
+    slot.lastError = undefined;
+  }
+
+  /** The slot's connection closed or failed to open: it is excluded until its next attempt. */
+  down(slot: PoolSlot, nowMs: number, error?: Error): void {
+    if (slot.state === "connecting") slot.failedAttempts += 1;
+    slot.state = "idle";
+    slot.nextConnectAt = nowMs + this.#reconnectIntervalMs;
+    slot.lastError = error ?? slot.lastError;
+    this.#lastError = error ?? this.#lastError;
+  }
+
+  /** The node is shutting down (`SHUTTING_DOWN`): no new requests until its connection closes. */
+  draining(slot: PoolSlot): void {
+    if (slot.state === "ready") slot.state = "draining";
+  }
+
+  /** The node at `address` redirected a request: it is a standby. */
+  standby(address: string): void {
+    for (const slot of this.#slots) if (slot.address === address) slot.standby = true;
+  }
+
+  /** The node answered a request itself: whatever it was before, it serves now. */
+  serving(slot: PoolSlot): void {
+    slot.standby = false;
+  }
+
+  /** `idle` slots whose connect time has come. */
+  dueForConnect(nowMs: number): PoolSlot[] {
+    return this.#slots.filter((slot) => slot.state === "idle" && slot.nextConnectAt <= nowMs);
+  }
+
+  /** The earliest time an `idle` slot is due; undefined when none is idle. */
+  nextConnectAt(): number | undefined {
+    let next: number | undefined;
+    for (const slot of this.#slots) {
+      if (slot.state === "idle" && (next === undefined || slot.nextConnectAt < next))
+        next = slot.nextConnectAt;
+    }
+    return next;
+  }
+
+  /**
+   * The next ready slot in round-robin order (of `address` only, if given), preferring nodes not
+   * known as standbys; undefined if no slot is ready.
+   */
+  pick(address?: string): PoolSlot | undefined {
+    const count = this.#slots.length;
+    let fallback: PoolSlot | undefined;
+    for (let step = 0; step < count; step++) {
+      const slot = this.#slots[(this.#cursor + step) % count]!;
+      if (slot.state !== "ready" || (address !== undefined && slot.address !== address)) continue;
+      if (slot.standby) {
+        fallback ??= slot;
+        continue;
+      }
+      this.#cursor = (slot.index + 1) % count;
+      return slot;
+    }
+    if (fallback !== undefined) this.#cursor = (fallback.index + 1) % count;
+    return fallback;
+  }
+
+  /** True if some slot (of `address`, if given) is connecting: a request can wait for it. */
+  isConnecting(address?: string): boolean {
+    return this.#slots.some(
+      (slot) => slot.state === "connecting" && (address === undefined || slot.address === address),
+    );
+  }
+
+  /**
+   * The slots for `address`, adding one (idle, due now) if there is none: a redirect may name an
+   * active that is not in the configured list.
+   */
+  ensure(address: string, nowMs: number): PoolSlot[] {
+    const existing = this.#slots.filter((slot) => slot.address === address);
+    if (existing.length > 0) return existing;
+    const slot = this.#add(address);
+    slot.nextConnectAt = nowMs;
+    return [slot];
+  }
+
+  /** The most recent connection error of any slot, to explain why none is usable. */
+  get lastError(): Error | undefined {
+    return this.#lastError;
+  }
+
+  #add(address: string): PoolSlot {
+    const slot: PoolSlot = {
+      index: this.#slots.length,
+      address,
+      state: "idle",
+      nextConnectAt: Number.NEGATIVE_INFINITY,
+      failedAttempts: 0,
+      standby: false,
+      everReady: false,
+      lastError: undefined,
+    };
+    this.#slots.push(slot);
+    return slot;
+  }
+}

@@ -1,0 +1,232 @@
+import type { Request } from "@lock/protocol";
+import { Connection, type ConnectionListener, type ReplyHandler, Ticket } from "./connection.js";
+import { ProtocolError } from "./errors.js";
+import type { Emitter } from "./events.js";
+import type { ResolvedOptions } from "./options.js";
+import { type PoolSlot, ServerPool } from "./server-pool.js";
+import type { Timer, TimerQueue } from "./timers.js";
+
+/** What requests need from the connections; Transport implements it, unit tests fake it. */
+export interface Router {
+  /** Registered connections: how many an acquire may try before it gives up. */
+  readonly size: number;
+  /** The latest connection error, to explain why no connection is usable. */
+  readonly lastError: Error | undefined;
+  send(request: Request, handler: ReplyHandler, address?: string): Ticket | undefined;
+  sendAlongside(ticket: Ticket, request: Request, handler: ReplyHandler): Ticket | undefined;
+  withdraw(ticket: Ticket): boolean;
+  redirected(ticket: Ticket, address: string): void;
+  served(ticket: Ticket): void;
+  draining(ticket: Ticket): void;
+}
+
+/**
+ * The connections of one client: the ServerPool's decisions carried out on real sockets. It routes
+ * each request to a ready connection, parks requests while connections are still opening, and keeps
+ * reconnecting slots that went down. Retry decisions stay with the requests' handlers.
+ *
+ * Ordering: requests sent to one connection are written in `send` order. A ticket is parked only
+ * while a fitting connection is opening; parked tickets go out in `send` order once one is ready.
+ */
+export class Transport implements Router, ConnectionListener {
+  readonly pool: ServerPool;
+  readonly #options: ResolvedOptions;
+  readonly #timers: TimerQueue;
+  readonly #events: Emitter;
+  readonly #connections = new Map<PoolSlot, Connection>();
+  #parked: Ticket[] = [];
+  #reconnectTimer: Timer | undefined;
+  #reconnectAt = Number.POSITIVE_INFINITY;
+  #closed = false;
+  #idleWaiters: Array<() => void> = [];
+
+  constructor(options: ResolvedOptions, timers: TimerQueue, events: Emitter) {
+    this.#options = options;
+    this.#timers = timers;
+    this.#events = events;
+    this.pool = new ServerPool(options.servers, { reconnectIntervalMs: options.reconnectIntervalMs });
+    // Next tick, so that listeners attached right after construction see the first events. A
+    // request sent before then connects at once (see send).
+    process.nextTick(() => this.#connectDue());
+  }
+
+  get lastError(): Error | undefined {
+    return this.pool.lastError;
+  }
+
+  /** Registered connections: how many an acquire may try before it gives up. */
+  get size(): number {
+    return this.pool.size;
+  }
+
+  /** Requests not yet answered on any connection, parked ones included. */
+  get outstanding(): number {
+    let count = this.#parked.length;
+    for (const connection of this.#connections.values()) count += connection.outstanding;
+    return count;
+  }
+
+  /**
+   * Sends `request` on the next ready connection (one to `address`, if given), or parks it while one
+   * is opening. Returns undefined, sending nothing, when no connection is ready or opening: every one
+   * was tried. Throws if the request cannot be encoded.
+   */
+  send(request: Request, handler: ReplyHandler, address?: string): Ticket | undefined {
+    if (this.#closed) return undefined;
+    const ticket = new Ticket(request, handler, address);
+    const slot = this.pool.pick(address);
+    if (slot !== undefined) {
+      this.#connections.get(slot)!.send(ticket);
+      return ticket;
+    }
+    if (address !== undefined) this.pool.ensure(address, this.#timers.clock.now());
+    this.#connectDue();
+    if (!this.pool.isConnecting(address)) return undefined;
+    this.#parked.push(ticket);
+    return ticket;
+  }
+
+  /** Sends `request` on the connection that carried `ticket`, if it is still open. */
+  sendAlongside(ticket: Ticket, request: Request, handler: ReplyHandler): Ticket | undefined {
+    const connection = ticket.connection;
+    if (connection === undefined || !connection.isReady) return undefined;
+    const companion = new Ticket(request, handler, connection.address);
+    connection.send(companion);
+    return companion;
+  }
+
+  /** Takes back a ticket the server has not seen (parked or unwritten). False once written. */
+  withdraw(ticket: Ticket): boolean {
+    const parkedAt = this.#parked.indexOf(ticket);
+    if (parkedAt >= 0) {
+      this.#parked.splice(parkedAt, 1);
+      ticket.state = "withdrawn";
+      return true;
+    }
+    return ticket.connection?.withdraw(ticket) ?? false;
+  }
+
+  /** The node that carried `ticket` redirected it to `address`: prefer that node from now on. */
+  redirected(ticket: Ticket, address: string): void {
+    const from = ticket.connection?.address;
+    if (from !== undefined && from !== address) this.pool.standby(from);
+    this.pool.ensure(address, this.#timers.clock.now());
+    this.#connectDue();
+    const request = ticket.request;
+    if (this.#events.listens("redirect")) {
+      this.#events.emit("redirect", {
+        from: from ?? "",
+        to: address,
+        op: request.op,
+        key: "key" in request ? request.key : "-",
+      });
+    }
+  }
+
+  /** The node that carried `ticket` answered it itself. */
+  served(ticket: Ticket): void {
+    const slot = ticket.connection?.slot;
+    if (slot?.standby) this.pool.serving(slot);
+  }
+
+  /** The node that carried `ticket` is shutting down: send it nothing more. */
+  draining(ticket: Ticket): void {
+    const slot = ticket.connection?.slot;
+    if (slot !== undefined) this.pool.draining(slot);
+  }
+
+  /** Resolves once no request is outstanding (at once if none is). */
+  idle(): Promise<void> {
+    if (this.outstanding === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  settled(): void {
+    if (this.#idleWaiters.length === 0 || this.outstanding > 0) return;
+    const waiters = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  /** Closes every connection; parked and outstanding requests are reported lost. */
+  close(): void {
+    this.#closed = true;
+    this.#reconnectTimer?.cancel();
+    for (const connection of this.#connections.values()) connection.destroy();
+    this.#failParked(() => true);
+  }
+
+  ready(connection: Connection): void {
+    const slot = connection.slot;
+    const reconnect = slot.everReady;
+    this.pool.ready(slot);
+    this.#events.emit("connect", { address: slot.address, connection: slot.index, reconnect });
+    const parked = this.#parked;
+    this.#parked = [];
+    for (const ticket of parked) {
+      if (ticket.address === undefined || ticket.address === slot.address) {
+        // Round-robin again rather than piling every parked request on the first connection.
+        const target = this.pool.pick(ticket.address) ?? slot;
+        this.#connections.get(target)!.send(ticket);
+      } else {
+        this.#parked.push(ticket);
+      }
+    }
+  }
+
+  closed(connection: Connection, error: Error | undefined): void {
+    const slot = connection.slot;
+    this.#connections.delete(slot);
+    const wasReady = slot.state === "ready" || slot.state === "draining";
+    this.pool.down(slot, this.#timers.clock.now(), error);
+    if (this.#closed) return;
+    const ref = {
+      address: slot.address,
+      connection: slot.index,
+      retryInMs: this.#options.reconnectIntervalMs,
+    };
+    if (error instanceof ProtocolError) this.#events.emit("protocolError", { ...ref, error });
+    if (wasReady) this.#events.emit("disconnect", { ...ref, error });
+    else this.#events.emit("connectFailed", { ...ref, error: error ?? new Error("connection failed") });
+    // Parked requests that no opening connection can carry any more have nowhere to go.
+    this.#failParked((ticket) => !this.pool.isConnecting(ticket.address));
+    this.#scheduleReconnect();
+  }
+
+  #failParked(hopeless: (ticket: Ticket) => boolean): void {
+    const failed = this.#parked.filter(hopeless);
+    if (failed.length === 0) return;
+    this.#parked = this.#parked.filter((ticket) => !hopeless(ticket));
+    const error = this.pool.lastError;
+    for (const ticket of failed) {
+      ticket.state = "dropped";
+      ticket.handler.onLost(ticket, false, error);
+    }
+  }
+
+  #connectDue(): void {
+    if (this.#closed) return;
+    for (const slot of this.pool.dueForConnect(this.#timers.clock.now())) {
+      this.pool.connecting(slot);
+      this.#events.emit("connecting", {
+        address: slot.address,
+        connection: slot.index,
+        attempt: slot.failedAttempts + 1,
+        reconnect: slot.everReady,
+      });
+      this.#connections.set(slot, new Connection(slot, this.#options, this.#timers, this));
+    }
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    const next = this.pool.nextConnectAt();
+    if (next === undefined || next >= this.#reconnectAt) return;
+    this.#reconnectTimer?.cancel();
+    this.#reconnectAt = next;
+    this.#reconnectTimer = this.#timers.at(next, () => {
+      this.#reconnectAt = Number.POSITIVE_INFINITY;
+      this.#connectDue();
+    });
+  }
+}
