@@ -9,6 +9,7 @@ const BENCHES: readonly string[] = [
   "protocol-bench.js",
   "server-bench.js",
   "fence-bench.js",
+  "client-bench.js",
   "cluster-bench.js",
 ];
 

@@ -90,4 +90,44 @@ describe("LockClient with a lockd cluster", () => {
     expect(granted.token).toBeGreaterThan(blocking.token);
     expect(await granted.release()).toBe(true);
   });
+  it("given only a standby's address, ends up on the active", async () => {
+    const { cluster } = await start();
+    await cluster.nodes[2]!.waitForFollowing(cluster.advertised(0), { since: 0 });
+    const client = new LockClient({ servers: [cluster.advertised(2)] });
+    cleanup.push(() => client.close());
+    const lock = await client.acquire("cl:via-standby", { leaseMs: 30_000, waitMs: 5_000 });
+    expect(Number((await cluster.info(0)).keys)).toBe(1);
+    expect(await lock.release()).toBe(true);
+  });
+
+  it("SIGTERM of the active under load: no client operation fails", async () => {
+    const { cluster, client } = await start();
+    let stopLoops = false;
+    let completed = 0;
+    const failures: unknown[] = [];
+    const loop = async (worker: number) => {
+      while (!stopLoops) {
+        try {
+          const lock = await client.acquire(`cl:load:${worker % 4}`, { leaseMs: 10_000, waitMs: 10_000 });
+          await lock.release();
+          completed += 1;
+        } catch (error) {
+          failures.push(error);
+          return;
+        }
+      }
+    };
+    const loops = Array.from({ length: 8 }, (_, worker) => loop(worker));
+    await eventually(async () => completed > 200);
+    const promoted = cluster.nodes[1]!.waitForRole("active");
+    const exited = cluster.nodes[0]!.stop();
+    await promoted;
+    expect(await exited).toEqual({ code: 0, signal: null });
+    const atHandoff = completed;
+    // Keep going on the new active for a while, then stop the workers.
+    await eventually(async () => completed > atHandoff + 200);
+    stopLoops = true;
+    await Promise.all(loops);
+    expect(failures).toEqual([]);
+  });
 });
