@@ -1,4 +1,4 @@
-import { LineClient, LockdCluster } from "@lock/testkit";
+import { LineClient, LockdCluster, selfSignedCertificate } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 
 /**
@@ -149,5 +149,31 @@ describe("lockd cluster", () => {
     await Promise.all([cluster.nodes[0]!.kill("SIGKILL"), cluster.nodes[1]!.kill("SIGKILL")]);
     await cluster.nodes[2]!.waitForRole("active", { since });
     expect(await grant(cluster, 2, "alone")).toBeGreaterThan(0n);
+  });
+});
+
+describe("lockd cluster over TLS with an auth token", () => {
+  it("peers authenticate and replicate over TLS", async () => {
+    const certificate = selfSignedCertificate();
+    try {
+      const cluster = await LockdCluster.start({
+        nodes: 2,
+        args: [
+          "--tls-cert",
+          certificate.certPath,
+          "--tls-key",
+          certificate.keyPath,
+          "--tls-ca",
+          certificate.certPath,
+        ],
+        env: { LOCKD_AUTH_TOKEN: "cluster-secret" },
+      });
+      clusters.push(cluster);
+      await cluster.nodes[0]!.waitForRole("active", { since: 0 });
+      await cluster.nodes[1]!.waitForFollowing(cluster.advertised(0), { since: 0 });
+      expect(JSON.stringify(cluster.nodes.flatMap((node) => node.logs))).not.toContain("cluster-secret");
+    } finally {
+      certificate.dispose();
+    }
   });
 });

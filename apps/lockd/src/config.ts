@@ -15,6 +15,8 @@ export interface LockdConfig {
   readonly admin: HostPort | undefined;
   readonly authToken: string | undefined;
   readonly tls: { cert: Buffer; key: Buffer } | undefined;
+  /** CA certificates that peers' certificates must chain to (cluster links over TLS). */
+  readonly tlsCa: Buffer | undefined;
   readonly insecure: boolean;
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
@@ -55,6 +57,10 @@ const FLAGS = {
   },
   "tls-cert": { env: "LOCKD_TLS_CERT", help: "PEM certificate file; with --tls-key, serve TLS" },
   "tls-key": { env: "LOCKD_TLS_KEY", help: "PEM private key file" },
+  "tls-ca": {
+    env: "LOCKD_TLS_CA",
+    help: "PEM CA file that peers' certificates must chain to (default: system CAs)",
+  },
   "log-level": { env: "LOCKD_LOG_LEVEL", default: "info", help: "fatal, error, warn, info, debug or trace" },
   "shutdown-grace": {
     env: "LOCKD_SHUTDOWN_GRACE",
@@ -185,6 +191,9 @@ export function parseConfig(
       ? { cert: readSecretFile(certPath, readFile), key: readSecretFile(keyPath, readFile) }
       : undefined;
 
+  const caPath = get("tls-ca");
+  const tlsCa = caPath === undefined ? undefined : readSecretFile(caPath, readFile);
+
   const limits: Partial<Record<keyof ServerLimits, number>> = {};
   for (const [name, flag] of Object.entries(FLAGS) as Array<[FlagName, (typeof FLAGS)[FlagName]]>) {
     if (!("limit" in flag)) continue;
@@ -218,6 +227,7 @@ export function parseConfig(
       admin,
       authToken,
       tls,
+      tlsCa,
       insecure,
       logLevel: get("log-level")!,
       shutdownGraceMs: parseNumber(get("shutdown-grace")!, "--shutdown-grace", 1000),

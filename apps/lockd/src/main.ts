@@ -41,6 +41,7 @@ async function main(): Promise<void> {
       ? {
           cluster: {
             peers: config.peers,
+            ...(config.tls ? { tls: config.tlsCa ? { ca: config.tlsCa } : {} } : {}),
             timing: {
               ...(config.heartbeatMs ? { heartbeatMs: config.heartbeatMs } : {}),
               ...(config.peerTimeoutMs ? { peerTimeoutMs: config.peerTimeoutMs } : {}),

@@ -1,4 +1,4 @@
-import { connect as connectTcp, type Socket } from "node:net";
+import { connect as connectTcp, isIP, type Socket } from "node:net";
 import { type ConnectionOptions, connect as connectTls } from "node:tls";
 import { isPeerFrame, LineDecoder, type PeerFrame, parseRequestLine } from "@lock/protocol";
 
@@ -74,7 +74,13 @@ export class PeerLink {
     if (this.#closed) return;
     const { host, port } = splitAddress(this.address);
     const socket = this.#options.tls
-      ? connectTls({ ...this.#options.tls, host, port, servername: this.#options.tls.servername ?? host })
+      ? connectTls({
+          ...this.#options.tls,
+          host,
+          port,
+          // SNI takes names only; a certificate for an IP address is checked against its IP SANs.
+          ...(isIP(host) ? {} : { servername: this.#options.tls.servername ?? host }),
+        })
       : connectTcp({ host, port });
     this.#socket = socket;
     socket.setNoDelay(true);
