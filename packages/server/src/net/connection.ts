@@ -71,9 +71,6 @@ export class ClientConnection implements AcquireSink, PeerSession {
       // A reset or broken pipe: 'close' follows and cleans up.
     });
     socket.on("close", () => this.#onClose());
-    if (ctx.limits.idleTimeoutMs > 0) {
-      socket.setTimeout(ctx.limits.idleTimeoutMs, () => this.#onIdle());
-    }
     if (!this.#authenticated && ctx.limits.authTimeoutMs > 0) {
       this.#authTimer = setTimeout(
         () => this.#fail("?", "-", undefined, "AUTH_TIMEOUT", "no successful H before the auth timeout"),
@@ -81,6 +78,9 @@ export class ClientConnection implements AcquireSink, PeerSession {
       );
     }
   }
+
+  /** When the last bytes arrived (monotonic ms): the server's idle sweep reads it. */
+  lastReceivedAt = performance.now();
 
   /** Queued acquires of this connection. */
   get pendingCount(): number {
@@ -159,6 +159,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
 
   #onData(chunk: Buffer): void {
     if (this.#closing) return;
+    this.lastReceivedAt = performance.now();
     let peerFrames = false;
     for (const frame of this.#decoder.push(chunk)) {
       if (this.#closing) break;
@@ -363,9 +364,9 @@ export class ClientConnection implements AcquireSink, PeerSession {
     this.#socket.end();
   }
 
-  #onIdle(): void {
-    // A client waiting for a lock is not idle, however long the wait.
-    if (this.#pending > 0) return;
+  /** Closes the connection if nothing arrived since `before`; a client waiting for a lock is never idle. */
+  closeIfIdleSince(before: number): void {
+    if (this.lastReceivedAt > before || this.#pending > 0) return;
     this.#fail("?", "-", undefined, "IDLE_TIMEOUT", "no request for the idle timeout");
   }
 

@@ -63,6 +63,7 @@ export class LockServer {
   /** Set when this server is a cluster node. */
   cluster: Cluster | undefined;
   #closing: Promise<void> | undefined;
+  #idleSweep: NodeJS.Timeout | undefined;
 
   private constructor(node: LockNode, server: Server, limits: ServerLimits) {
     this.node = node;
@@ -140,6 +141,19 @@ export class LockServer {
       cluster: this.cluster,
       onClose: (connection) => this.#connections.delete(connection),
     };
+    // One sweep for all connections instead of a socket timeout each, which would be re-armed on
+    // every read and write. A connection is closed between 1 and 1.5 idle timeouts after its last byte.
+    const idleMs = this.limits.idleTimeoutMs;
+    if (idleMs > 0) {
+      this.#idleSweep = setInterval(
+        () => {
+          const before = performance.now() - idleMs;
+          for (const connection of this.#connections) connection.closeIfIdleSince(before);
+        },
+        Math.max(10, Math.floor(idleMs / 2)),
+      );
+      this.#idleSweep.unref();
+    }
     const event = options.tls ? "secureConnection" : "connection";
     this.#server.on(event, (socket: Socket) => {
       if (this.#closing || this.#connections.size >= this.limits.maxConnections) {
@@ -184,6 +198,7 @@ export class LockServer {
   }
 
   async #shutdown(graceMs: number): Promise<void> {
+    if (this.#idleSweep) clearInterval(this.#idleSweep);
     // A cluster's active hands its role to a standby first, so clients move with no gap.
     await this.cluster?.stop();
     const stopped = new Promise<void>((resolve) => this.#server.close(() => resolve()));
