@@ -1,9 +1,16 @@
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { percentile, printRow } from "./report.js";
-import { BENCH_DIST, firstJsonLine, runLoad, type Served, spawnPinned, startLockd } from "./spawn.js";
+import {
+  BENCH_DIST,
+  firstJsonLine,
+  freePort,
+  runLoad,
+  type Served,
+  spawnPinned,
+  startLockd,
+} from "./spawn.js";
 
 /**
  * @lock/client against the baseline a Node user would otherwise pick: ioredis against Redis, with the
@@ -35,14 +42,6 @@ interface ClientLoad {
 }
 
 type Target = "lockd" | "redis";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === "object" && address ? address.port : 0;
-}
 
 /** A dedicated redis-server, pinned like lockd; the system Redis on 6379 is shared, so not that. */
 async function startRedis(cpus: string): Promise<Served> {

@@ -1,10 +1,9 @@
 import { mkdtempSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LineClient, LockdCluster } from "@lock/testkit";
 import { formatRate, percentile, printRow } from "./report.js";
-import { firstJsonLine, LOCKD_MAIN, runLoad, spawnPinned, startLockd } from "./spawn.js";
+import { firstJsonLine, freePort, LOCKD_MAIN, runLoad, spawnPinned, startLockd } from "./spawn.js";
 
 /**
  * Cluster benchmark: failover time after kill -9, the graceful-handoff gap, and throughput with two
@@ -100,14 +99,6 @@ async function handoff(): Promise<void> {
     max_ms: gaps.at(-1)!,
     target_ms: "<= 50",
   });
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return typeof address === "object" && address ? address.port : 0;
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */

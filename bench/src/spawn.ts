@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
@@ -74,4 +75,13 @@ export async function runLoad(
 ): Promise<LoadResult> {
   const child = spawnPinned(cpus, [join(BENCH_DIST, "load-worker.js"), JSON.stringify(options)]);
   return firstJsonLine<LoadResult>(child, (v) => typeof v.ops === "number");
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1 (for servers that need their port up front). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port: 0 }, resolve));
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return typeof address === "object" && address ? address.port : 0;
 }

@@ -130,11 +130,8 @@ export class LockdMetrics implements ServerObserver {
     this.#errors.inc({ code });
   }
 
-  #engineCounter(
-    name: string,
-    help: string,
-    read: (counters: LockServer["node"]["engine"]["counters"]) => number,
-  ): void {
+  /** A counter mirroring a count kept elsewhere (the engine's, the cluster's), read at scrape time. */
+  #mirroredCounter(name: string, help: string, read: (server: LockServer) => number | undefined): void {
     let reported = 0;
     const metrics = this;
     new Counter({
@@ -142,13 +139,20 @@ export class LockdMetrics implements ServerObserver {
       help,
       registers: [this.registry],
       collect() {
-        const server = metrics.#server;
-        if (!server) return;
-        const current = read(server.node.engine.counters);
+        const current = metrics.#server ? read(metrics.#server) : undefined;
+        if (current === undefined) return;
         this.inc(current - reported);
         reported = current;
       },
     });
+  }
+
+  #engineCounter(
+    name: string,
+    help: string,
+    read: (counters: LockServer["node"]["engine"]["counters"]) => number,
+  ): void {
+    this.#mirroredCounter(name, help, (server) => read(server.node.engine.counters));
   }
 
   #clusterCounter(
@@ -156,20 +160,9 @@ export class LockdMetrics implements ServerObserver {
     help: string,
     read: (counters: NonNullable<LockServer["cluster"]>["counters"]) => number,
   ): void {
-    let reported = 0;
-    const metrics = this;
-    new Counter({
-      name,
-      help,
-      registers: [this.registry],
-      collect() {
-        const cluster = metrics.#server?.cluster;
-        if (!cluster) return;
-        const current = read(cluster.counters);
-        this.inc(current - reported);
-        reported = current;
-      },
-    });
+    this.#mirroredCounter(name, help, (server) =>
+      server.cluster ? read(server.cluster.counters) : undefined,
+    );
   }
 
   #gauge(name: string, help: string, read: (server: LockServer) => number): void {
