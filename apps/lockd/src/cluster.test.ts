@@ -177,3 +177,22 @@ describe("lockd cluster over TLS with an auth token", () => {
     }
   });
 });
+
+describe("lockd cluster misconfiguration", () => {
+  it("logs an error naming the peer when it refuses the link (different auth tokens)", async () => {
+    const cluster = await LockdCluster.start({
+      nodes: 2,
+      nodeEnv: (i) => ({ LOCKD_AUTH_TOKEN: i === 0 ? "token-of-node-0" : "token-of-node-1" }),
+    });
+    clusters.push(cluster);
+    const refused = await cluster.nodes[0]!.waitForLog(
+      (entry) => entry.msg === "peer refused the cluster link",
+      {
+        since: 0,
+      },
+    );
+    expect(refused.peer).toBe(cluster.advertised(1));
+    expect(String(refused.reply)).toMatch(/AUTH_FAILED/);
+    expect(JSON.stringify(refused)).not.toContain("token-of-node");
+  });
+});

@@ -52,6 +52,7 @@ async function main(): Promise<void> {
                 log.info({ role, reason, epoch: epoch.toString() }, "role changed");
               },
               following: (active) => log.info({ active: active ?? null }, "following active"),
+              peerRefused: (peer, reply) => log.error({ peer, reply }, "peer refused the cluster link"),
             },
           },
         }

@@ -7,6 +7,8 @@ export interface LockdClusterOptions {
   /** Extra flags for every node. */
   readonly args?: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
+  /** Environment for one node, on top of `env` (e.g. a different auth token). */
+  readonly nodeEnv?: (index: number) => Readonly<Record<string, string>>;
 }
 
 /**
@@ -27,7 +29,7 @@ export class LockdCluster {
     try {
       for (let i = 0; i < options.nodes; i++) cluster.proxies.push(await FaultProxy.start(1));
       const peers = cluster.proxies.map((proxy) => proxy.address).join(",");
-      const started = cluster.proxies.map((proxy) =>
+      const started = cluster.proxies.map((proxy, index) =>
         LockdProcess.start({
           args: [
             "--peers",
@@ -40,7 +42,7 @@ export class LockdCluster {
             "0.3",
             ...(options.args ?? []),
           ],
-          ...(options.env ? { env: options.env } : {}),
+          env: { ...options.env, ...options.nodeEnv?.(index) },
         }),
       );
       cluster.nodes.push(...(await Promise.all(started)));

@@ -36,6 +36,8 @@ export interface ClusterEvents {
   roleChanged(role: NodeRole, reason: string, epoch: bigint): void;
   /** A standby learned (or lost) the active it redirects clients to. */
   following(active: string | undefined): void;
+  /** A peer refused this node's link (wrong auth token, not a cluster node…). */
+  peerRefused(address: string, reply: string): void;
 }
 
 /**
@@ -52,6 +54,7 @@ export class Cluster {
   readonly #options: ClusterOptions;
   readonly #links = new Map<number, PeerLink>();
   readonly #peerRoles = new Map<number, NodeRole | undefined>();
+  readonly #refusalReportedAt = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #busy = false;
   #handingOff = false;
@@ -96,6 +99,7 @@ export class Cluster {
         onFrame: (from, frame) => {
           if (frame.peer === "K") this.#replicator.acknowledged(from, frame.seq);
         },
+        onRefused: (from, reply) => this.#peerRefused(from.address, reply),
       });
       this.#links.set(peer.index, link);
     }
@@ -266,6 +270,15 @@ export class Cluster {
         void this.#handoff(decision.to, "a higher-priority node is back and synced");
         return;
     }
+  }
+
+  /** Reports a refused link at most once a minute per peer: the link redials every heartbeat. */
+  #peerRefused(address: string, reply: string): void {
+    const now = this.#node.clock.now();
+    const last = this.#refusalReportedAt.get(address);
+    if (last !== undefined && now - last < 60_000) return;
+    this.#refusalReportedAt.set(address, now);
+    this.#events.peerRefused(address, reply);
   }
 
   #follow(active: string | undefined): void {

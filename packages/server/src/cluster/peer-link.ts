@@ -17,6 +17,8 @@ export interface PeerLinkOptions {
   onDisconnect(link: PeerLink): void;
   /** A frame the peer sent back on this link (acknowledgements). */
   onFrame(link: PeerLink, frame: PeerFrame): void;
+  /** The peer answered with an error line, e.g. `AUTH_FAILED`: the link is useless until fixed. */
+  onRefused(link: PeerLink, line: string): void;
 }
 
 /**
@@ -94,6 +96,10 @@ export class PeerLink {
     socket.on("data", (chunk: Buffer) => {
       for (const line of decoder.push(chunk)) {
         if (typeof line !== "string") continue;
+        if (line.startsWith("E ")) {
+          this.#options.onRefused(this, line);
+          continue;
+        }
         const frame = parseRequestLine(line);
         if (isPeerFrame(frame)) this.#options.onFrame(this, frame);
       }

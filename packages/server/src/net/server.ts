@@ -185,6 +185,7 @@ export class LockServer {
       {
         roleChanged: cluster.events?.roleChanged ?? (() => {}),
         following: cluster.events?.following ?? (() => {}),
+        peerRefused: cluster.events?.peerRefused ?? (() => {}),
       },
       {
         peers: cluster.peers,
