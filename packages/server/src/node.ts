@@ -103,6 +103,7 @@ export class LockNode {
   setRole(role: NodeRole, activeAddress: string | undefined): void {
     this.role = role;
     this.activeAddress = activeAddress;
+    this.engine.deferDeadlines(role !== "active");
     if (role === "active") this.#timer.start();
     else this.#timer.stop();
   }

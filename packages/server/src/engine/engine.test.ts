@@ -269,4 +269,19 @@ describe("LockEngine", () => {
     expect(issuer.epoch).toBe(9n);
     expect(() => issuer.moveToEpoch(9n)).toThrow(RangeError);
   });
+  it("a replica defers lease deadlines and schedules them all when it starts serving", () => {
+    const { engine, clock } = setup();
+    engine.deferDeadlines(true);
+    engine.installHolder("a", 5n, 100, "r1");
+    engine.installHolder("b", 6n, 300, undefined);
+    expect(engine.nextDeadline()).toBeUndefined();
+    clock.advance(200);
+    engine.tick();
+    expect(engine.keyCount).toBe(2);
+    engine.deferDeadlines(false);
+    expect(engine.nextDeadline()).toBe(1_100);
+    engine.tick(); // "a" ran out while deferred: it is reclaimed as soon as deadlines run again
+    expect(engine.holder("a")).toBeUndefined();
+    expect(engine.holder("b")).toEqual({ token: 6n, remainingMs: 100, id: undefined });
+  });
 });

@@ -79,6 +79,8 @@ export class LockEngine<P> {
   readonly #journal: EngineJournal | undefined;
   readonly #limits: EngineLimits;
   #waiters = 0;
+  /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
+  #deferDeadlines = false;
   readonly counters: EngineCounters = {
     grants: 0,
     handoffs: 0,
@@ -230,7 +232,21 @@ export class LockEngine<P> {
       state.token = token;
       state.holderId = id;
     }
-    this.#heap.schedule(state, this.#clock.now() + leaseMs);
+    const deadline = this.#clock.now() + leaseMs;
+    if (this.#deferDeadlines) state.deadline = deadline;
+    else this.#heap.schedule(state, deadline);
+  }
+
+  /**
+   * A standby defers lease deadlines (they only matter once it serves, and skipping the heap halves
+   * the cost of applying the stream); turning deferral off schedules every recorded deadline.
+   */
+  deferDeadlines(defer: boolean): void {
+    if (defer === this.#deferDeadlines) return;
+    this.#deferDeadlines = defer;
+    if (defer) return;
+    for (const state of this.#keys.values())
+      if (state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
   }
 
   /** Replication: forgets `key` if `token` holds it (a release or expiry on the active). */
