@@ -171,6 +171,8 @@ export class ClientConnection implements AcquireSink, PeerSession {
     }
     if (peerFrames) this.#ctx.cluster?.flushAcks(this);
     this.#ctx.node.afterRequests();
+    // Answer the whole chunk with one write now rather than a tick later: one hop less per round trip.
+    this.#flush();
   }
 
   #handle(request: Request): void {
