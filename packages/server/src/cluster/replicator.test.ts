@@ -1,0 +1,96 @@
+import { parseRequestLine } from "@lock/protocol";
+import { describe, expect, it } from "vitest";
+import type { PeerLink } from "./peer-link.js";
+import { Replicator } from "./replicator.js";
+
+/** A link that records what would have been written. */
+function fakeLink(): PeerLink & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines,
+    send(text: string) {
+      lines.push(...text.split("\n").filter((line) => line !== ""));
+    },
+    flush() {},
+  } as unknown as PeerLink & { lines: string[] };
+}
+
+const table = {
+  keyCount: 2,
+  *holders() {
+    yield { key: "a", token: 11n, remainingMs: 900, id: "r1" };
+    yield { key: "b", token: 12n, remainingMs: 50, id: undefined };
+  },
+};
+
+describe("Replicator", () => {
+  it("streams nothing while disabled (a standby) and nothing to a link without a snapshot", () => {
+    const replicator = new Replicator(() => 0);
+    const link = fakeLink();
+    replicator.grant("k", 1n, 1000, undefined);
+    replicator.enabled = true;
+    replicator.grant("k", 2n, 1000, undefined);
+    expect(link.lines).toEqual([]);
+    expect(replicator.isStreaming(link)).toBe(false);
+  });
+
+  it("sends a snapshot with remaining durations, then every change in order with increasing seq", () => {
+    const replicator = new Replicator(() => 0);
+    replicator.enabled = true;
+    replicator.grant("before", 1n, 1000, undefined); // seq 1, before the link exists
+    const link = fakeLink();
+    replicator.sendSnapshot(link, table, 7n);
+    replicator.grant("c", 13n, 30_000, "r2");
+    replicator.extend("a", 11n, 5_000);
+    replicator.free("b", 12n);
+    replicator.announceEpoch(8n);
+    expect(link.lines).toEqual([
+      "!S 7 1 2",
+      "!h a 11 900 r1",
+      "!h b 12 50",
+      "!s 1",
+      "!G 2 c 13 30000 r2",
+      "!X 3 a 11 5000",
+      "!F 4 b 12",
+      "!P 5 8",
+    ]);
+    // Every line is a valid peer frame.
+    for (const line of link.lines) expect(parseRequestLine(line)).toHaveProperty("peer");
+  });
+
+  it("counts a standby as synced once it acknowledges its snapshot, and reports lag", () => {
+    let now = 100;
+    const replicator = new Replicator(() => now);
+    replicator.enabled = true;
+    const link = fakeLink();
+    replicator.grant("x", 1n, 1000, undefined);
+    replicator.sendSnapshot(link, table, 1n);
+    expect(replicator.isSynced(link)).toBe(false);
+    replicator.acknowledged(link, 1n);
+    expect(replicator.isSynced(link)).toBe(true);
+    replicator.grant("y", 2n, 1000, undefined);
+    replicator.grant("z", 3n, 1000, undefined);
+    now = 350;
+    expect(replicator.lag(link)).toEqual({ ops: 2, sinceAckMs: 250 });
+    replicator.disconnected(link);
+    expect(replicator.isSynced(link)).toBe(false);
+    expect(replicator.lag(link)).toBeUndefined();
+  });
+
+  it("resolves a handoff on its acknowledgement, and fails it on disconnect or timeout", async () => {
+    const replicator = new Replicator(() => 0);
+    replicator.enabled = true;
+    const link = fakeLink();
+    replicator.sendSnapshot(link, table, 3n);
+    const acked = replicator.handoff(link, 3n, 5_000);
+    expect(link.lines.at(-1)).toBe("!O 1 3");
+    replicator.acknowledged(link, 1n);
+    await expect(acked).resolves.toBe(true);
+
+    const dropped = replicator.handoff(link, 3n, 5_000);
+    replicator.disconnected(link);
+    await expect(dropped).resolves.toBe(false);
+
+    await expect(replicator.handoff(fakeLink(), 3n, 1)).resolves.toBe(false);
+  });
+});
