@@ -57,6 +57,8 @@ export interface ConnectionListener {
  * kernel buffer is full), hands matched replies to their handlers and pings an idle server. It makes
  * no retry decisions: those belong to the handlers.
  */
+const READ_BUFFER_BYTES = 64 * 1024;
+
 export class Connection {
   readonly slot: PoolSlot;
   readonly #options: ResolvedOptions;
@@ -86,13 +88,25 @@ export class Connection {
     this.#lastReceivedAt = timers.clock.now();
     const { host, port } = splitAddress(slot.address);
     const tls = options.tls;
+    // Plain TCP reads into one reused buffer (`onread`), skipping the stream machinery on every
+    // reply; the decoder copies what it keeps, so the buffer may be overwritten by the next read.
     const socket = tls
       ? connectTls({ servername: serverName(host), ...tls, host, port })
-      : connectTcp({ host, port });
+      : connectTcp({
+          host,
+          port,
+          onread: {
+            buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES),
+            callback: (bytes: number, buffer: Uint8Array) => {
+              this.#onData(buffer.subarray(0, bytes));
+              return true;
+            },
+          },
+        });
     this.#socket = socket;
     socket.setNoDelay(true);
     socket.on(tls ? "secureConnect" : "connect", () => this.#onConnect());
-    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
+    if (tls) socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("drain", () => {
       this.#waitingForDrain = false;
       this.#flush();
@@ -196,7 +210,7 @@ export class Connection {
     this.#listener.ready(this);
   }
 
-  #onData(chunk: Buffer): void {
+  #onData(chunk: Uint8Array): void {
     this.#lastReceivedAt = this.#timers.clock.now();
     const frames = this.#decoder.push(chunk);
     for (let i = 0; i < frames.length && !this.#closed; i++) {
