@@ -16,6 +16,10 @@ if ! pg_up; then
   if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
     echo "ci: installing PostgreSQL" >&2
     apt_install postgresql
+    # This machine kind runs PostgreSQL with trust auth on loopback; a fresh Debian install asks for
+    # passwords there. Match the machine's setup (loopback only: nothing else can connect).
+    hba=$(ls /etc/postgresql/*/main/pg_hba.conf | tail -n 1)
+    sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' "$hba"
   fi
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | tail -n 1)" main start || true
   for _ in $(seq 1 50); do pg_up && break; sleep 0.2; done
