@@ -22,6 +22,8 @@ if ! pg_up; then
     sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' "$hba"
   fi
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | tail -n 1)" main start || true
+  # If the package's install already started it, make it read the auth rules above.
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | tail -n 1)" main reload || true
   for _ in $(seq 1 50); do pg_up && break; sleep 0.2; done
   # A fresh install has no `test` database and asks for passwords; this machine kind uses trust auth.
   if pg_up && ! su postgres -c "psql -tAc \"select 1 from pg_database where datname='test'\"" | grep -q 1; then
