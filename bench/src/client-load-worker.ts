@@ -1,4 +1,5 @@
 import { LockClient } from "@lock/client";
+import { measurementWindow } from "./report.js";
 
 /**
  * Client-library load generator, run as its own (pinned) process by bench/src/client-bench.ts.
@@ -87,13 +88,9 @@ async function loop(slot: number): Promise<void> {
 }
 
 const loops = Array.from({ length: options.inflight }, (_, slot) => loop(slot));
-// Warm up (JIT, socket buffers, Redis script cache) before measuring.
-await new Promise((resolve) => setTimeout(resolve, 500));
-measuring = true;
-const started = performance.now();
-await new Promise((resolve) => setTimeout(resolve, options.durationMs));
-measuring = false;
-const seconds = (performance.now() - started) / 1000;
+const seconds = await measurementWindow(options.durationMs, (on) => {
+  measuring = on;
+});
 running = false;
 await Promise.all(loops);
 await locker.close();

@@ -1,4 +1,5 @@
 import { connect, type Socket } from "node:net";
+import { measurementWindow } from "./report.js";
 
 /**
  * Raw-socket load generator, run as its own (pinned) process by the benchmark driver.
@@ -76,13 +77,9 @@ async function openConnection(index: number): Promise<void> {
 }
 
 await Promise.all(Array.from({ length: options.connections }, (_, i) => openConnection(i)));
-// Warm up (JIT, socket buffers) before measuring.
-await new Promise((resolve) => setTimeout(resolve, 500));
-measuring = true;
-const started = performance.now();
-await new Promise((resolve) => setTimeout(resolve, options.durationMs));
-measuring = false;
-const seconds = (performance.now() - started) / 1000;
+const seconds = await measurementWindow(options.durationMs, (on) => {
+  measuring = on;
+});
 latencies.sort((a, b) => a - b);
 const at = (p: number) =>
   latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;

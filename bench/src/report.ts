@@ -21,3 +21,20 @@ function round(v: number): string {
   if (Math.abs(v) >= 100) return Math.round(v).toLocaleString("en-US");
   return v.toFixed(3);
 }
+
+/**
+ * Warms up for `warmupMs` (JIT, socket buffers, script caches), then measures for `durationMs`:
+ * `measuring(true)` at the start, `measuring(false)` at the end. Returns the measured seconds.
+ */
+export async function measurementWindow(
+  durationMs: number,
+  measuring: (on: boolean) => void,
+  warmupMs = 500,
+): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, warmupMs));
+  measuring(true);
+  const started = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, durationMs));
+  measuring(false);
+  return (performance.now() - started) / 1000;
+}
