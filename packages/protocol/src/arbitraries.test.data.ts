@@ -117,11 +117,11 @@ export const reply = fc.oneof(
 export const peerFrame = fc.oneof(
   record({ peer: fc.constant("J"), node: address, role, epoch: u64 }),
   record({ peer: fc.constant("B"), node: address, role, epoch: u64, active: address }, ["active"]),
-  record({ peer: fc.constant("S"), epoch: u64, seq: u64, count: safeInteger }),
+  record({ peer: fc.constant("S"), epoch: u64, seq: safeInteger, count: safeInteger }),
   record({ peer: fc.constant("h"), key, token: u64, remainingMs: safeInteger, id }, ["id"]),
-  record({ peer: fc.constantFrom("s", "K"), seq: u64 }),
-  record({ peer: fc.constant("G"), seq: u64, key, token: u64, leaseMs: safeInteger, id }, ["id"]),
-  record({ peer: fc.constant("F"), seq: u64, key, token: u64 }),
-  record({ peer: fc.constant("X"), seq: u64, key, token: u64, leaseMs: safeInteger }),
-  record({ peer: fc.constantFrom("P", "O"), seq: u64, epoch: u64 }),
+  record({ peer: fc.constantFrom("s", "K"), seq: safeInteger }),
+  record({ peer: fc.constant("G"), seq: safeInteger, key, token: u64, leaseMs: safeInteger, id }, ["id"]),
+  record({ peer: fc.constant("F"), seq: safeInteger, key, token: u64 }),
+  record({ peer: fc.constant("X"), seq: safeInteger, key, token: u64, leaseMs: safeInteger }),
+  record({ peer: fc.constantFrom("P", "O"), seq: safeInteger, epoch: u64 }),
 ) as fc.Arbitrary<PeerFrame>;

@@ -43,7 +43,7 @@ describe("encoders refuse values that would make a bad or ambiguous line", () =>
     expect(() => encodePeer({ ...join, role: "leader" as "active" })).toThrow(TypeError);
     expect(() => encodePeer({ ...join, node: "10.0.0.1" })).toThrow(TypeError);
     expect(() => encodePeer({ ...join, epoch: MAX_TOKEN + 1n })).toThrow(RangeError);
-    expect(() => encodePeer({ peer: "G", seq: 1n, key: "k", token: 1n, leaseMs: -1 })).toThrow(RangeError);
+    expect(() => encodePeer({ peer: "G", seq: 1, key: "k", token: 1n, leaseMs: -1 })).toThrow(RangeError);
     expect(() => encodePeer({ peer: "Z" } as unknown as PeerFrame)).toThrow(TypeError);
   });
 });

@@ -86,7 +86,7 @@ export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LI
     }
     case "S": {
       const { epoch, seq, count } = frame;
-      return `!S ${formatU64(epoch, "epoch")} ${formatU64(seq, "seq")} ${formatSafeInteger(count, "count")}\n`;
+      return `!S ${formatU64(epoch, "epoch")} ${formatSafeInteger(seq, "seq")} ${formatSafeInteger(count, "count")}\n`;
     }
     case "h": {
       const { key, token, remainingMs, id } = frame;
@@ -95,22 +95,22 @@ export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LI
     }
     case "s":
     case "K":
-      return `!${frame.peer} ${formatU64(frame.seq, "seq")}\n`;
+      return `!${frame.peer} ${formatSafeInteger(frame.seq, "seq")}\n`;
     case "G": {
       const { seq, key, token, leaseMs, id } = frame;
       const lease = formatSafeInteger(leaseMs, "leaseMs");
-      return `!G ${formatU64(seq, "seq")} ${keyText(key, limits)} ${formatToken(token)} ${lease}${idSuffix(id)}\n`;
+      return `!G ${formatSafeInteger(seq, "seq")} ${keyText(key, limits)} ${formatToken(token)} ${lease}${idSuffix(id)}\n`;
     }
     case "F":
-      return `!F ${formatU64(frame.seq, "seq")} ${keyText(frame.key, limits)} ${formatToken(frame.token)}\n`;
+      return `!F ${formatSafeInteger(frame.seq, "seq")} ${keyText(frame.key, limits)} ${formatToken(frame.token)}\n`;
     case "X": {
       const { seq, key, token, leaseMs } = frame;
       const lease = formatSafeInteger(leaseMs, "leaseMs");
-      return `!X ${formatU64(seq, "seq")} ${keyText(key, limits)} ${formatToken(token)} ${lease}\n`;
+      return `!X ${formatSafeInteger(seq, "seq")} ${keyText(key, limits)} ${formatToken(token)} ${lease}\n`;
     }
     case "P":
     case "O":
-      return `!${frame.peer} ${formatU64(frame.seq, "seq")} ${formatU64(frame.epoch, "epoch")}\n`;
+      return `!${frame.peer} ${formatSafeInteger(frame.seq, "seq")} ${formatU64(frame.epoch, "epoch")}\n`;
   }
   return unknownKind("peer frame", frame);
 }

@@ -89,36 +89,36 @@ export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
     value: { peer: "B", node: "lockd-2.internal:7420", role: "standby", epoch: 7n, active: "10.0.0.5:7420" },
   },
   { line: "!B [::1]:7421 standby 7 -", value: { peer: "B", node: "[::1]:7421", role: "standby", epoch: 7n } },
-  { line: "!S 7 1234 2", value: { peer: "S", epoch: 7n, seq: 1234n, count: 2 } },
+  { line: "!S 7 1234 2", value: { peer: "S", epoch: 7n, seq: 1234, count: 2 } },
   {
     line: "!h orders:42 7696581394433 29500 job-1",
     value: { peer: "h", key: "orders:42", token: 7_696_581_394_433n, remainingMs: 29_500, id: "job-1" },
   },
   { line: "!h k 1 0", value: { peer: "h", key: "k", token: 1n, remainingMs: 0 } },
-  { line: "!s 1234", value: { peer: "s", seq: 1234n } },
+  { line: "!s 1234", value: { peer: "s", seq: 1234 } },
   {
     line: "!G 1235 orders:43 7696581394434 30000 job-9",
     value: {
       peer: "G",
-      seq: 1235n,
+      seq: 1235,
       key: "orders:43",
       token: 7_696_581_394_434n,
       leaseMs: 30_000,
       id: "job-9",
     },
   },
-  { line: "!G 0 k 1 1", value: { peer: "G", seq: 0n, key: "k", token: 1n, leaseMs: 1 } },
+  { line: "!G 0 k 1 1", value: { peer: "G", seq: 0, key: "k", token: 1n, leaseMs: 1 } },
   {
     line: "!F 1236 orders:42 7696581394433",
-    value: { peer: "F", seq: 1236n, key: "orders:42", token: 7_696_581_394_433n },
+    value: { peer: "F", seq: 1236, key: "orders:42", token: 7_696_581_394_433n },
   },
   {
     line: "!X 1237 orders:43 7696581394434 60000",
-    value: { peer: "X", seq: 1237n, key: "orders:43", token: 7_696_581_394_434n, leaseMs: 60_000 },
+    value: { peer: "X", seq: 1237, key: "orders:43", token: 7_696_581_394_434n, leaseMs: 60_000 },
   },
-  { line: "!P 1238 8", value: { peer: "P", seq: 1238n, epoch: 8n } },
-  { line: "!O 1239 8", value: { peer: "O", seq: 1239n, epoch: 8n } },
-  { line: "!K 18446744073709551615", value: { peer: "K", seq: MAX_U64 } },
+  { line: "!P 1238 8", value: { peer: "P", seq: 1238, epoch: 8n } },
+  { line: "!O 1239 8", value: { peer: "O", seq: 1239, epoch: 8n } },
+  { line: "!K 9007199254740991", value: { peer: "K", seq: Number.MAX_SAFE_INTEGER } },
 ];
 
 const INFO_LINE =

@@ -56,7 +56,7 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
         r.result({
           peer: "S",
           epoch: r.u64(1, "the epoch"),
-          seq: r.u64(2, "seq"),
+          seq: r.integer(2, "seq"),
           count: r.integer(3, "count"),
         })
       );
@@ -71,7 +71,7 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
         )
       );
     case "!s":
-      return r.expect(2, 2, "!s <seq>") ?? r.result({ peer: "s", seq: r.u64(1, "seq") });
+      return r.expect(2, 2, "!s <seq>") ?? r.result({ peer: "s", seq: r.integer(1, "seq") });
     case "!G":
       return (
         r.expect(5, 6, "!G <seq> <key> <token> <leaseMs> [<id>]") ??
@@ -79,7 +79,7 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
           withId<ReplicatedGrantFrame>(
             {
               peer: "G",
-              seq: r.u64(1, "seq"),
+              seq: r.integer(1, "seq"),
               key: r.key(2),
               token: r.token(3),
               leaseMs: r.milliseconds(4, "leaseMs"),
@@ -91,14 +91,14 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
     case "!F":
       return (
         r.expect(4, 4, "!F <seq> <key> <token>") ??
-        r.result({ peer: "F", seq: r.u64(1, "seq"), key: r.key(2), token: r.token(3) })
+        r.result({ peer: "F", seq: r.integer(1, "seq"), key: r.key(2), token: r.token(3) })
       );
     case "!X":
       return (
         r.expect(5, 5, "!X <seq> <key> <token> <leaseMs>") ??
         r.result({
           peer: "X",
-          seq: r.u64(1, "seq"),
+          seq: r.integer(1, "seq"),
           key: r.key(2),
           token: r.token(3),
           leaseMs: r.milliseconds(4, "leaseMs"),
@@ -108,10 +108,10 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
     case "!O":
       return (
         r.expect(3, 3, `${verb} <seq> <epoch>`) ??
-        r.result({ peer: verb === "!P" ? "P" : "O", seq: r.u64(1, "seq"), epoch: r.u64(2, "the epoch") })
+        r.result({ peer: verb === "!P" ? "P" : "O", seq: r.integer(1, "seq"), epoch: r.u64(2, "the epoch") })
       );
     case "!K":
-      return r.expect(2, 2, "!K <seq>") ?? r.result({ peer: "K", seq: r.u64(1, "seq") });
+      return r.expect(2, 2, "!K <seq>") ?? r.result({ peer: "K", seq: r.integer(1, "seq") });
   }
   return unknownVerb(verb);
 }

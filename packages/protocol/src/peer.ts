@@ -1,7 +1,7 @@
 /**
  * Peer frames: node-to-node messages on cluster links (docs/protocol.md, "Peer frames"). On the wire
  * each starts with `!` and its verb; here they are discriminated by `peer`. Tokens, epochs and
- * replication sequence numbers are u64 `bigint`s; durations are integer milliseconds *remaining*,
+ * are u64 `bigint`s, replication sequence numbers safe integers (2^53 changes is centuries at any rate); durations are integer milliseconds *remaining*,
  * never wall-clock times, because the two machines' clocks differ.
  *
  * Ordering: on one link, frames apply in the order sent. `seq` numbers the replication stream so a
@@ -36,7 +36,7 @@ export interface SnapshotBeginFrame {
   readonly peer: "S";
   readonly epoch: bigint;
   /** The replication sequence the snapshot covers. */
-  readonly seq: bigint;
+  readonly seq: number;
   readonly count: number;
 }
 
@@ -52,13 +52,13 @@ export interface SnapshotHolderFrame {
 /** `!s`: snapshot end. */
 export interface SnapshotEndFrame {
   readonly peer: "s";
-  readonly seq: bigint;
+  readonly seq: number;
 }
 
 /** `!G`: a replicated grant. */
 export interface ReplicatedGrantFrame {
   readonly peer: "G";
-  readonly seq: bigint;
+  readonly seq: number;
   readonly key: string;
   readonly token: bigint;
   readonly leaseMs: number;
@@ -68,7 +68,7 @@ export interface ReplicatedGrantFrame {
 /** `!F`: a replicated free (release or lease expiry). */
 export interface ReplicatedFreeFrame {
   readonly peer: "F";
-  readonly seq: bigint;
+  readonly seq: number;
   readonly key: string;
   readonly token: bigint;
 }
@@ -76,7 +76,7 @@ export interface ReplicatedFreeFrame {
 /** `!X`: a replicated extension; the lease is `leaseMs` from receipt. */
 export interface ReplicatedExtendFrame {
   readonly peer: "X";
-  readonly seq: bigint;
+  readonly seq: number;
   readonly key: string;
   readonly token: bigint;
   readonly leaseMs: number;
@@ -85,21 +85,21 @@ export interface ReplicatedExtendFrame {
 /** `!P`: the active moved to a new epoch. */
 export interface NewEpochFrame {
   readonly peer: "P";
-  readonly seq: bigint;
+  readonly seq: number;
   readonly epoch: bigint;
 }
 
 /** `!O`: handoff; the receiver is the successor and promotes with an epoch above `epoch`. */
 export interface HandoffFrame {
   readonly peer: "O";
-  readonly seq: bigint;
+  readonly seq: number;
   readonly epoch: bigint;
 }
 
 /** `!K`: acknowledges everything up to and including `seq`. */
 export interface AckFrame {
   readonly peer: "K";
-  readonly seq: bigint;
+  readonly seq: number;
 }
 
 export type PeerFrame =

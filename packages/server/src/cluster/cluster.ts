@@ -19,7 +19,7 @@ export interface PeerSession {
   /** The peer's advertised address, once it sent `!J`. */
   peer: string | undefined;
   /** Last replication sequence applied from this session and not yet acknowledged. */
-  pendingAck: bigint | undefined;
+  pendingAck: number | undefined;
   sendRaw(line: string): void;
 }
 

@@ -66,7 +66,7 @@ describe("Replicator", () => {
     replicator.grant("x", 1n, 1000, undefined);
     replicator.sendSnapshot(link, table, 1n);
     expect(replicator.isSynced(link)).toBe(false);
-    replicator.acknowledged(link, 1n);
+    replicator.acknowledged(link, 1);
     expect(replicator.isSynced(link)).toBe(true);
     replicator.grant("y", 2n, 1000, undefined);
     replicator.grant("z", 3n, 1000, undefined);
@@ -84,7 +84,7 @@ describe("Replicator", () => {
     replicator.sendSnapshot(link, table, 3n);
     const acked = replicator.handoff(link, 3n, 5_000);
     expect(link.lines.at(-1)).toBe("!O 1 3");
-    replicator.acknowledged(link, 1n);
+    replicator.acknowledged(link, 1);
     await expect(acked).resolves.toBe(true);
 
     const dropped = replicator.handoff(link, 3n, 5_000);
@@ -92,5 +92,33 @@ describe("Replicator", () => {
     await expect(dropped).resolves.toBe(false);
 
     await expect(replicator.handoff(fakeLink(), 3n, 1)).resolves.toBe(false);
+  });
+
+  it("holds changes back while a standby is a window behind, and sends them folded once it acknowledges", async () => {
+    let now = 0;
+    const replicator = new Replicator(() => now, 2);
+    replicator.enabled = true;
+    const link = fakeLink();
+    replicator.sendSnapshot(link, { keyCount: 0, holders: () => [] }, 1n);
+    replicator.grant("a", 1n, 1_000, "r1"); // seq 1
+    replicator.grant("b", 2n, 1_000, undefined); // seq 2: two unacknowledged, the window is full
+    replicator.free("a", 1n); // held back from here on
+    replicator.grant("a", 3n, 1_000, "r2");
+    replicator.free("b", 2n);
+    now = 400;
+    expect(link.lines).toEqual(["!S 1 0 0", "!s 0", "!G 1 a 1 1000 r1", "!G 2 b 2 1000"]);
+    expect(replicator.lag(link)).toEqual({ ops: 5, sinceAckMs: 400 });
+
+    replicator.acknowledged(link, 1); // one behind now: the folded changes go out
+    expect(link.lines.slice(4)).toEqual(["!G 5 a 3 600 r2", "!F 5 b 2"]);
+    replicator.grant("c", 4n, 1_000, undefined); // seq 6: the window is full again
+    expect(link.lines).toHaveLength(6);
+
+    // A handoff never leaves anything behind: it drains first.
+    const acked = replicator.handoff(link, 1n, 5_000);
+    expect(link.lines.slice(6)).toEqual(["!G 6 c 4 1000", "!O 7 1"]);
+    replicator.acknowledged(link, 7);
+    await expect(acked).resolves.toBe(true);
+    expect(replicator.lag(link)).toEqual({ ops: 0, sinceAckMs: 0 });
   });
 });

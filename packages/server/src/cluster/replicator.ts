@@ -1,5 +1,6 @@
 import { encodePeer, type PeerFrame } from "@lock/protocol";
 import type { EngineJournal } from "../engine/engine.js";
+import { Backlog, type BacklogFrame } from "./backlog.js";
 import type { PeerLink } from "./peer-link.js";
 
 /** What the replicator needs of the engine to write a snapshot. */
@@ -9,12 +10,20 @@ export interface SnapshotSource {
 }
 
 interface Target {
-  /** Snapshot sent on this connection: deltas follow. */
-  streaming: boolean;
-  snapshotSeq: bigint;
-  ackedSeq: bigint;
+  snapshotSeq: number;
+  /** Sequence number of the last frame written to this peer. */
+  sentSeq: number;
+  ackedSeq: number;
   ackedAt: number;
+  /** Changes held back while the peer is more than the window behind, folded per key. */
+  readonly backlog: Backlog;
 }
+
+/**
+ * Changes a standby may have unacknowledged before the active holds further ones back and folds
+ * them per key (docs/consistency.md, "A standby that falls behind").
+ */
+export const DEFAULT_REPLICATION_WINDOW = 1024;
 
 /**
  * The active's side of replication. Every change to the holder table (the engine journal) gets the
@@ -27,44 +36,47 @@ interface Target {
 export class Replicator implements EngineJournal {
   /** Off on a standby: its engine changes come from the stream, not from clients. */
   enabled = false;
-  #seq = 0n;
+  #seq = 0;
   readonly #targets = new Map<PeerLink, Target>();
-  readonly #waiters = new Map<PeerLink, Array<{ seq: bigint; resolve(acked: boolean): void }>>();
+  readonly #waiters = new Map<PeerLink, Array<{ seq: number; resolve(acked: boolean): void }>>();
   readonly #now: () => number;
+  readonly #window: number;
 
-  constructor(now: () => number) {
+  constructor(now: () => number, window = DEFAULT_REPLICATION_WINDOW) {
     this.#now = now;
+    this.#window = window;
   }
 
-  get seq(): bigint {
+  get seq(): number {
     return this.#seq;
   }
 
   grant(key: string, token: bigint, leaseMs: number, id: string | undefined): void {
     if (!this.enabled) return;
     const seq = ++this.#seq;
-    this.#broadcast(
-      encodePeer(
-        id === undefined
-          ? { peer: "G", seq, key, token, leaseMs }
-          : { peer: "G", seq, key, token, leaseMs, id },
-      ),
+    this.#publish(
+      id === undefined
+        ? { peer: "G", seq, key, token, leaseMs }
+        : { peer: "G", seq, key, token, leaseMs, id },
     );
   }
 
   free(key: string, token: bigint): void {
-    if (!this.enabled) return;
-    this.#broadcast(encodePeer({ peer: "F", seq: ++this.#seq, key, token }));
+    if (this.enabled) this.#publish({ peer: "F", seq: ++this.#seq, key, token });
   }
 
   extend(key: string, token: bigint, leaseMs: number): void {
-    if (!this.enabled) return;
-    this.#broadcast(encodePeer({ peer: "X", seq: ++this.#seq, key, token, leaseMs }));
+    if (this.enabled) this.#publish({ peer: "X", seq: ++this.#seq, key, token, leaseMs });
   }
 
-  /** Tells every streaming peer about a new epoch. */
+  /** Tells every streaming peer about a new epoch (after whatever it has been held back). */
   announceEpoch(epoch: bigint): void {
-    this.#broadcast(encodePeer({ peer: "P", seq: ++this.#seq, epoch }));
+    const seq = ++this.#seq;
+    const line = encodePeer({ peer: "P", seq, epoch });
+    for (const [link, target] of this.#targets) {
+      this.#drain(link, target);
+      this.#write(link, target, seq, line);
+    }
   }
 
   /** Sends the whole holder table on `link`; deltas follow on it from now on. */
@@ -84,13 +96,22 @@ export class Replicator implements EngineJournal {
     }
     lines.push(encodePeer({ peer: "s", seq }));
     link.send(lines.join(""));
-    this.#targets.set(link, { streaming: true, snapshotSeq: seq, ackedSeq: -1n, ackedAt: this.#now() });
+    this.#targets.set(link, {
+      snapshotSeq: seq,
+      sentSeq: seq,
+      ackedSeq: -1,
+      ackedAt: this.#now(),
+      backlog: new Backlog(),
+    });
   }
 
   /** Sends a handoff on `link` and resolves true once the peer acknowledges it (false on timeout). */
   handoff(link: PeerLink, epoch: bigint, timeoutMs: number): Promise<boolean> {
     const seq = ++this.#seq;
     const frame: PeerFrame = { peer: "O", seq, epoch };
+    const target = this.#targets.get(link);
+    // The successor must have every change before it takes over.
+    if (target) this.#drain(link, target);
     link.send(encodePeer(frame));
     link.flush();
     return new Promise((resolve) => {
@@ -105,11 +126,13 @@ export class Replicator implements EngineJournal {
     });
   }
 
-  acknowledged(link: PeerLink, seq: bigint): void {
+  acknowledged(link: PeerLink, seq: number): void {
     const target = this.#targets.get(link);
     if (target && seq > target.ackedSeq) {
       target.ackedSeq = seq;
       target.ackedAt = this.#now();
+      // Caught up enough: send what was held back, folded.
+      if (target.backlog.size > 0 && !this.#behind(target)) this.#drain(link, target);
     }
     const list = this.#waiters.get(link);
     if (!list) return;
@@ -134,7 +157,7 @@ export class Replicator implements EngineJournal {
   }
 
   isStreaming(link: PeerLink): boolean {
-    return this.#targets.get(link)?.streaming ?? false;
+    return this.#targets.has(link);
   }
 
   /** The peer applied the snapshot sent on its current connection. */
@@ -147,11 +170,47 @@ export class Replicator implements EngineJournal {
   lag(link: PeerLink): { ops: number; sinceAckMs: number } | undefined {
     const target = this.#targets.get(link);
     if (!target) return undefined;
-    const acked = target.ackedSeq < 0n ? target.snapshotSeq : target.ackedSeq;
-    return { ops: Number(this.#seq - acked), sinceAckMs: Math.round(this.#now() - target.ackedAt) };
+    const acked = target.ackedSeq < 0 ? target.snapshotSeq : target.ackedSeq;
+    return { ops: this.#seq - acked, sinceAckMs: Math.round(this.#now() - target.ackedAt) };
   }
 
-  #broadcast(line: string): void {
-    for (const [link, target] of this.#targets) if (target.streaming) link.send(line);
+  /** One change to every streaming peer: written (encoded once), or held back for a peer that is behind. */
+  #publish(frame: BacklogFrame): void {
+    let line: string | undefined;
+    let now: number | undefined;
+    for (const [link, target] of this.#targets) {
+      if (this.#holdsBack(target)) {
+        now ??= this.#now();
+        target.backlog.add(frame, now);
+        continue;
+      }
+      line ??= encodePeer(frame);
+      this.#write(link, target, frame.seq, line);
+    }
+  }
+
+  /** Changes a link is sent are held back while it is behind, and after that until its backlog drains. */
+  #holdsBack(target: Target): boolean {
+    return target.backlog.size > 0 || this.#behind(target);
+  }
+
+  #behind(target: Target): boolean {
+    const acked = target.ackedSeq < 0 ? target.snapshotSeq : target.ackedSeq;
+    return target.sentSeq - acked >= this.#window;
+  }
+
+  #write(link: PeerLink, target: Target, seq: number, line: string): void {
+    link.send(line);
+    target.sentSeq = seq;
+  }
+
+  #drain(link: PeerLink, target: Target): void {
+    if (target.backlog.size === 0) return;
+    let text = "";
+    for (const frame of target.backlog.drain(this.#now())) {
+      text += encodePeer(frame);
+      target.sentSeq = frame.seq;
+    }
+    link.send(text);
   }
 }

@@ -56,7 +56,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
   #authTimer: NodeJS.Timeout | undefined;
   /** Set when a peer node identified itself on this connection (`!J`). */
   peer: string | undefined = undefined;
-  pendingAck: bigint | undefined = undefined;
+  pendingAck: number | undefined = undefined;
 
   constructor(socket: Socket, ctx: ConnectionContext) {
     this.#socket = socket;
