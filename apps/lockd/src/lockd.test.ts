@@ -1,4 +1,9 @@
-import { LineClient, LockdProcess } from "@lock/testkit";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LineClient, LOCKD_MAIN, LockdProcess } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 
 const running: LockdProcess[] = [];
@@ -48,6 +53,24 @@ describe("lockd process", () => {
     const exit = lockd.stop();
     expect(await c.next()).toMatch(/^E A k SHUTTING_DOWN waiter /);
     expect(await exit).toEqual({ code: 0, signal: null });
+  });
+
+  it("still exits on SIGTERM after whatever read its log went away (closed stdout)", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "lockd-epipe-"));
+    const child = spawn(process.execPath, [LOCKD_MAIN, "--listen", "127.0.0.1:0", "--data-dir", dataDir], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    try {
+      await once(child.stdout, "data"); // "lockd ready"
+      child.stdout.destroy();
+      const exited = once(child, "exit");
+      child.kill("SIGTERM");
+      // Before the fix, pino's exit-time flush retried the broken pipe forever and this never resolved.
+      expect(await exited).toEqual([0, null]);
+    } finally {
+      child.kill("SIGKILL");
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it("refuses a second lockd on the same data directory", async () => {

@@ -24,7 +24,11 @@ async function main(): Promise<void> {
     return;
   }
   const config = parsed.config;
-  const log = pino({ name: "lockd", level: config.logLevel });
+  // Synchronous writes: lockd logs events, not requests, so this costs nothing, and nothing is pending
+  // at exit. With pino's default asynchronous stream, exiting with an unread or closed stdout (a log
+  // collector that died) makes the exit-time flush retry a broken pipe forever, and SIGTERM never
+  // finishes.
+  const log = pino({ name: "lockd", level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   const metrics = new LockdMetrics();
 
   const server = await LockServer.start({
