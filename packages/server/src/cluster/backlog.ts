@@ -5,7 +5,7 @@ export type BacklogFrame = ReplicatedGrantFrame | ReplicatedFreeFrame | Replicat
 /** One key's net change since the backlog started holding it. */
 interface PendingKey {
   /** The token the standby holds for the key, as of the last frame it was sent (none: free). */
-  readonly standbyToken: bigint | undefined;
+  standbyToken: bigint | undefined;
   held: boolean;
   token: bigint;
   /** Lease end on this node's clock: the remaining duration is computed when the frame is sent. */
@@ -28,6 +28,11 @@ interface PendingKey {
  */
 export class Backlog {
   readonly #keys = new Map<string, PendingKey>();
+  /**
+   * Drained entries, reused: a standby that stays behind would otherwise cost an allocation per key
+   * per round, each living just long enough to be copied by the garbage collector.
+   */
+  readonly #spare: PendingKey[] = [];
   #lastSeq = 0;
 
   get size(): number {
@@ -71,28 +76,16 @@ export class Backlog {
     entry.deadline = deadline;
   }
 
-  /** The folded frames, oldest latest-change first; the backlog is empty afterwards. */
-  *drain(now: number): Generator<BacklogFrame> {
-    const keys = [...this.#keys];
-    this.#keys.clear();
+  /** The folded frames, one per key; the backlog is empty afterwards. */
+  drain(now: number): BacklogFrame[] {
     const seq = this.#lastSeq;
-    for (const [key, entry] of keys) {
-      const { token } = entry;
-      if (!entry.held) {
-        // Free the token the standby holds; if it holds none for this key, the frame is a no-op
-        // there but still carries the sequence number to acknowledge.
-        yield { peer: "F", seq, key, token: entry.standbyToken ?? token };
-        continue;
-      }
-      const leaseMs = Math.max(0, Math.ceil(entry.deadline - now));
-      if (!entry.granted) {
-        yield { peer: "X", seq, key, token, leaseMs };
-      } else if (entry.id === undefined) {
-        yield { peer: "G", seq, key, token, leaseMs };
-      } else {
-        yield { peer: "G", seq, key, token, leaseMs, id: entry.id };
-      }
+    const frames: BacklogFrame[] = [];
+    for (const [key, entry] of this.#keys) {
+      frames.push(finalFrame(seq, key, entry, now));
+      if (this.#spare.length < MAX_SPARE) this.#spare.push(entry);
     }
+    this.#keys.clear();
+    return frames;
   }
 
   clear(): void {
@@ -106,18 +99,33 @@ export class Backlog {
   #touch(seq: number, key: string, standbyToken: bigint | undefined): PendingKey {
     this.#lastSeq = seq;
     const entry = this.#keys.get(key);
-    if (entry === undefined) {
-      const created: PendingKey = {
-        standbyToken,
-        held: false,
-        token: 0n,
-        deadline: 0,
-        id: undefined,
-        granted: false,
-      };
-      this.#keys.set(key, created);
-      return created;
-    }
-    return entry;
+    if (entry !== undefined) return entry;
+    const created = this.#spare.pop() ?? {
+      standbyToken,
+      held: false,
+      token: 0n,
+      deadline: 0,
+      id: undefined,
+      granted: false,
+    };
+    created.standbyToken = standbyToken;
+    created.granted = false;
+    created.id = undefined;
+    this.#keys.set(key, created);
+    return created;
   }
+}
+
+const MAX_SPARE = 16_384;
+
+function finalFrame(seq: number, key: string, entry: PendingKey, now: number): BacklogFrame {
+  const { token } = entry;
+  // Free the token the standby holds; if it holds none for this key, the frame is a no-op there
+  // but still carries the sequence number to acknowledge.
+  if (!entry.held) return { peer: "F", seq, key, token: entry.standbyToken ?? token };
+  const leaseMs = Math.max(0, Math.ceil(entry.deadline - now));
+  if (!entry.granted) return { peer: "X", seq, key, token, leaseMs };
+  return entry.id === undefined
+    ? { peer: "G", seq, key, token, leaseMs }
+    : { peer: "G", seq, key, token, leaseMs, id: entry.id };
 }

@@ -1,5 +1,5 @@
 import { parseRequestLine } from "@lock/protocol";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { PeerLink } from "./peer-link.js";
 import { Replicator } from "./replicator.js";
 
@@ -96,7 +96,7 @@ describe("Replicator", () => {
 
   it("holds changes back while a standby is a window behind, and sends them folded once it acknowledges", async () => {
     let now = 0;
-    const replicator = new Replicator(() => now, 2);
+    const replicator = new Replicator(() => now, 2, 0);
     replicator.enabled = true;
     const link = fakeLink();
     replicator.sendSnapshot(link, { keyCount: 0, holders: () => [] }, 1n);
@@ -120,5 +120,31 @@ describe("Replicator", () => {
     replicator.acknowledged(link, 7);
     await expect(acked).resolves.toBe(true);
     expect(replicator.lag(link)).toEqual({ ops: 0, sinceAckMs: 0 });
+  });
+
+  it("sends folded changes to a standby that stays behind at most once per fold interval", () => {
+    vi.useFakeTimers();
+    try {
+      let now = 0;
+      const replicator = new Replicator(() => now, 1, 5);
+      replicator.enabled = true;
+      const link = fakeLink();
+      replicator.sendSnapshot(link, { keyCount: 0, holders: () => [] }, 1n);
+      replicator.grant("a", 1n, 1_000, undefined); // seq 1 fills the window
+      replicator.free("a", 1n); // seq 2, held back
+      replicator.acknowledged(link, 1);
+      expect(link.lines.slice(2)).toEqual(["!G 1 a 1 1000", "!F 2 a 1"]); // the first send is immediate
+      replicator.grant("b", 2n, 1_000, undefined); // seq 3 at 0 ms, held back: 2 is unacknowledged
+      now = 2;
+      replicator.acknowledged(link, 2);
+      expect(link.lines).toHaveLength(4); // 2 ms after the last send: it waits
+      now = 5;
+      vi.advanceTimersByTime(3);
+      expect(link.lines.slice(4)).toEqual(["!G 3 b 2 995"]);
+      replicator.disconnected(link);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -17,6 +17,9 @@ interface Target {
   ackedAt: number;
   /** Changes held back while the peer is more than the window behind, folded per key. */
   readonly backlog: Backlog;
+  /** When the backlog was last sent, and the timer that sends it next (see DEFAULT_FOLD_INTERVAL_MS). */
+  drainedAt: number;
+  drainTimer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -24,6 +27,12 @@ interface Target {
  * them per key (docs/consistency.md, "A standby that falls behind").
  */
 export const DEFAULT_REPLICATION_WINDOW = 1024;
+
+/**
+ * Least time between two folded sends to a standby that is behind: the longer it folds, the less
+ * it (and the active) has to process per change, which is how a standby that fell behind catches up.
+ */
+export const DEFAULT_FOLD_INTERVAL_MS = 5;
 
 /**
  * The active's side of replication. Every change to the holder table (the engine journal) gets the
@@ -41,10 +50,16 @@ export class Replicator implements EngineJournal {
   readonly #waiters = new Map<PeerLink, Array<{ seq: number; resolve(acked: boolean): void }>>();
   readonly #now: () => number;
   readonly #window: number;
+  readonly #foldIntervalMs: number;
 
-  constructor(now: () => number, window = DEFAULT_REPLICATION_WINDOW) {
+  constructor(
+    now: () => number,
+    window = DEFAULT_REPLICATION_WINDOW,
+    foldIntervalMs = DEFAULT_FOLD_INTERVAL_MS,
+  ) {
     this.#now = now;
     this.#window = window;
+    this.#foldIntervalMs = foldIntervalMs;
   }
 
   get seq(): number {
@@ -96,12 +111,16 @@ export class Replicator implements EngineJournal {
     }
     lines.push(encodePeer({ peer: "s", seq }));
     link.send(lines.join(""));
+    const previous = this.#targets.get(link);
+    if (previous) this.#forget(previous);
     this.#targets.set(link, {
       snapshotSeq: seq,
       sentSeq: seq,
       ackedSeq: -1,
       ackedAt: this.#now(),
       backlog: new Backlog(),
+      drainedAt: Number.NEGATIVE_INFINITY,
+      drainTimer: undefined,
     });
   }
 
@@ -132,7 +151,7 @@ export class Replicator implements EngineJournal {
       target.ackedSeq = seq;
       target.ackedAt = this.#now();
       // Caught up enough: send what was held back, folded.
-      if (target.backlog.size > 0 && !this.#behind(target)) this.#drain(link, target);
+      if (target.backlog.size > 0 && !this.#behind(target)) this.#scheduleDrain(link, target);
     }
     const list = this.#waiters.get(link);
     if (!list) return;
@@ -146,6 +165,8 @@ export class Replicator implements EngineJournal {
 
   /** The link's connection closed: it needs a new snapshot, and pending handoffs fail. */
   disconnected(link: PeerLink): void {
+    const target = this.#targets.get(link);
+    if (target) this.#forget(target);
     this.#targets.delete(link);
     for (const waiter of this.#waiters.get(link) ?? []) waiter.resolve(false);
     this.#waiters.delete(link);
@@ -153,6 +174,7 @@ export class Replicator implements EngineJournal {
 
   /** Stop streaming to everyone (demotion); each peer gets a snapshot again if this node is active later. */
   stopAll(): void {
+    for (const target of this.#targets.values()) this.#forget(target);
     this.#targets.clear();
   }
 
@@ -180,8 +202,9 @@ export class Replicator implements EngineJournal {
     let now: number | undefined;
     for (const [link, target] of this.#targets) {
       if (this.#holdsBack(target)) {
-        now ??= this.#now();
-        target.backlog.add(frame, now);
+        // Only leases need the time (a free is the hottest change and has none).
+        if (frame.peer !== "F") now ??= this.#now();
+        target.backlog.add(frame, now ?? 0);
         continue;
       }
       line ??= encodePeer(frame);
@@ -204,10 +227,32 @@ export class Replicator implements EngineJournal {
     target.sentSeq = seq;
   }
 
+  /** Sends the backlog now, or when the fold interval since the last send is over. */
+  #scheduleDrain(link: PeerLink, target: Target): void {
+    if (target.drainTimer) return;
+    const wait = target.drainedAt + this.#foldIntervalMs - this.#now();
+    if (wait <= 0) {
+      this.#drain(link, target);
+      return;
+    }
+    target.drainTimer = setTimeout(() => {
+      target.drainTimer = undefined;
+      if (this.#targets.get(link) === target) this.#drain(link, target);
+    }, wait);
+  }
+
+  #forget(target: Target): void {
+    if (target.drainTimer) clearTimeout(target.drainTimer);
+    target.drainTimer = undefined;
+  }
+
   #drain(link: PeerLink, target: Target): void {
+    this.#forget(target);
     if (target.backlog.size === 0) return;
+    const now = this.#now();
+    target.drainedAt = now;
     let text = "";
-    for (const frame of target.backlog.drain(this.#now())) {
+    for (const frame of target.backlog.drain(now)) {
       text += encodePeer(frame);
       target.sentSeq = frame.seq;
     }
