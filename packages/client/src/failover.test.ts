@@ -135,9 +135,8 @@ describe("LockClient failover", () => {
     const lock = await client.acquire("fo:release", { leaseMs: 30_000 });
     proxy!.cut();
     const releasing = lock.release();
-    // A cut proxy accepts and drops: wait for a reconnect attempt to come and go, then heal.
-    await nextEvent(client, "connect", (event) => event.reconnect);
-    await nextEvent(client, "disconnect");
+    // A cut proxy refuses connections: wait for a reconnect attempt to fail, then heal.
+    await nextEvent(client, "connectFailed");
     proxy!.heal();
     expect(await releasing).toBe(true);
     expect(await isFree(lockd, "fo:release")).toBe(true);

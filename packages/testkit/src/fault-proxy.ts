@@ -5,7 +5,9 @@ export type ProxyDirection = "toServer" | "toClient";
 
 /**
  * A TCP proxy between a client and a lockd, for failure tests: `cut()` drops every connection
- * and refuses new ones (a partition), `heal()` lets traffic through again, `delayMs` holds every
+ * and refuses new ones (a partition: it stops listening, so a reconnect fails at once rather than
+ * connecting and then being dropped, which a client would briefly count as connected), `heal()`
+ * listens again on the same port and lets traffic through, `delayMs` holds every
  * chunk back in both directions (a slow link), `freeze()` stops forwarding without closing
  * anything (a black hole) until `heal()`; `freeze("toClient")` lets requests through but holds the
  * replies (a lost reply). `bytes` counts what was forwarded each way, so a test can tell which of
@@ -13,9 +15,12 @@ export type ProxyDirection = "toServer" | "toClient";
  */
 export class FaultProxy {
   readonly #server: Server;
+  readonly #port: number;
   readonly #pairs = new Set<{ client: Socket; upstream: Socket }>();
   #targetPort: number;
   #cut = false;
+  #closed = false;
+  #relisten: Promise<void> = Promise.resolve();
   readonly #frozen = { toServer: false, toClient: false };
   #held: Array<() => void> = [];
   readonly #bytes = { toServer: 0, toClient: 0 };
@@ -24,19 +29,20 @@ export class FaultProxy {
   private constructor(server: Server, targetPort: number) {
     this.#server = server;
     this.#targetPort = targetPort;
+    const address = server.address();
+    this.#port = typeof address === "object" && address ? address.port : 0;
   }
 
   static async start(targetPort: number, port = 0): Promise<FaultProxy> {
     const server = createServer();
+    await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port }, resolve));
     const proxy = new FaultProxy(server, targetPort);
     server.on("connection", (client) => proxy.#accept(client));
-    await new Promise<void>((resolve) => server.listen({ host: "127.0.0.1", port }, resolve));
     return proxy;
   }
 
   get port(): number {
-    const address = this.#server.address();
-    return typeof address === "object" && address ? address.port : 0;
+    return this.#port;
   }
 
   get address(): string {
@@ -54,6 +60,7 @@ export class FaultProxy {
 
   /** Drops every open connection and refuses new ones until `heal()`. */
   cut(): void {
+    if (!this.#cut) this.#server.close();
     this.#cut = true;
     this.dropAll();
   }
@@ -74,7 +81,9 @@ export class FaultProxy {
   }
 
   heal(): void {
+    const wasCut = this.#cut;
     this.#cut = false;
+    if (wasCut) this.#relisten = this.#listenAgain();
     this.#frozen.toServer = false;
     this.#frozen.toClient = false;
     for (const release of this.#held.splice(0)) release();
@@ -86,12 +95,32 @@ export class FaultProxy {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     this.dropAll();
+    await this.#relisten;
+    if (!this.#server.listening) return;
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+
+  /** Listens on the same port again; retries while the port is briefly unavailable. */
+  async #listenAgain(): Promise<void> {
+    for (let attempt = 0; !this.#closed && !this.#cut; attempt++) {
+      const failed = await new Promise<Error | undefined>((resolve) => {
+        const onError = (error: Error) => resolve(error);
+        this.#server.once("error", onError);
+        this.#server.listen({ host: "127.0.0.1", port: this.#port }, () => {
+          this.#server.off("error", onError);
+          resolve(undefined);
+        });
+      });
+      if (!failed) return;
+      if (attempt >= 100) throw failed;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   #accept(client: Socket): void {

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Backlog, type BacklogFrame } from "./backlog.js";
+import { Backlog, type Change, type FoldedFrame } from "./backlog.js";
 
 interface Holder {
   token: bigint;
@@ -8,16 +8,17 @@ interface Holder {
   id: string | undefined;
 }
 
-/** A standby's table, applying frames exactly as the cluster does (`Cluster.onPeerFrame`). */
-function applyFrame(table: Map<string, Holder>, frame: BacklogFrame, now: number): void {
+/** A standby's table, applying frames as the cluster does (`Cluster.onPeerFrame`). */
+function apply(table: Map<string, Holder>, frame: Change | FoldedFrame, now: number): void {
   switch (frame.peer) {
     case "G":
       table.set(frame.key, { token: frame.token, deadline: now + frame.leaseMs, id: frame.id });
       return;
     case "F":
-      if (table.get(frame.key)?.token === frame.token) table.delete(frame.key);
+      table.delete(frame.key);
       return;
     case "X":
+      // The live `!X` frame carries no id: the standby keeps the holder's.
       table.set(frame.key, {
         token: frame.token,
         deadline: now + frame.leaseMs,
@@ -28,47 +29,51 @@ function applyFrame(table: Map<string, Holder>, frame: BacklogFrame, now: number
 }
 
 describe("Backlog", () => {
-  it("folds a key's changes into its final state, stamped with the latest sequence number", () => {
+  it("keeps each key's final state, stamped with the latest sequence number", () => {
     const backlog = new Backlog();
-    backlog.grant(1, "a", 10n, 5_000, "r1");
-    backlog.free(2, "a", 10n);
-    backlog.grant(3, "a", 11n, 6_000, "r2");
-    backlog.extend(4, "b", 7n, 9_000);
-    backlog.free(5, "c", 8n);
+    backlog.record({ peer: "G", seq: 1, key: "a", token: 10n, leaseMs: 5_000, id: "r1" }, 0);
+    backlog.record({ peer: "F", seq: 2, key: "a", token: 10n }, 0);
+    backlog.record({ peer: "G", seq: 3, key: "a", token: 11n, leaseMs: 5_000, id: "r2" }, 1_000);
+    backlog.record({ peer: "X", seq: 4, key: "b", token: 7n, leaseMs: 9_000, id: undefined }, 0);
+    backlog.record({ peer: "F", seq: 5, key: "c", token: 8n }, 0);
     expect(backlog.size).toBe(3);
-    expect(backlog.drain(1_000)).toEqual([
-      { peer: "G", seq: 5, key: "a", token: 11n, leaseMs: 5_000, id: "r2" },
-      { peer: "X", seq: 5, key: "b", token: 7n, leaseMs: 8_000 },
+    expect(backlog.changedSince(0, 2_000)).toEqual([
+      { peer: "G", seq: 5, key: "a", token: 11n, leaseMs: 4_000, id: "r2" },
+      { peer: "G", seq: 5, key: "b", token: 7n, leaseMs: 7_000 },
       { peer: "F", seq: 5, key: "c", token: 8n },
     ]);
+    // Only what changed after a standby's last send.
+    expect(backlog.changedSince(4, 2_000)).toEqual([{ peer: "F", seq: 5, key: "c", token: 8n }]);
+  });
+
+  it("sends a lease as what remains of it, never below zero", () => {
+    const backlog = new Backlog();
+    backlog.record({ peer: "G", seq: 1, key: "k", token: 1n, leaseMs: 1_000, id: undefined }, 0);
+    backlog.record({ peer: "X", seq: 2, key: "j", token: 2n, leaseMs: 4_000.4, id: "r" }, 0);
+    expect(backlog.changedSince(0, 2_000)).toEqual([
+      { peer: "G", seq: 2, key: "k", token: 1n, leaseMs: 0 },
+      { peer: "G", seq: 2, key: "j", token: 2n, leaseMs: 2_001, id: "r" },
+    ]);
+  });
+
+  it("forgets what every standby was sent, and reuses the entries", () => {
+    const backlog = new Backlog();
+    backlog.record({ peer: "G", seq: 1, key: "a", token: 1n, leaseMs: 1_000, id: "r" }, 0);
+    backlog.record({ peer: "G", seq: 2, key: "b", token: 2n, leaseMs: 1_000, id: undefined }, 0);
+    backlog.prune(1);
+    expect(backlog.size).toBe(1);
+    backlog.record({ peer: "F", seq: 3, key: "c", token: 3n }, 0);
+    expect(backlog.changedSince(0, 0).map((frame) => frame.key)).toEqual(["b", "c"]);
+    backlog.clear();
     expect(backlog.size).toBe(0);
   });
 
-  it("frees the token the standby holds, not the last one granted in between", () => {
-    const backlog = new Backlog();
-    backlog.free(1, "k", 1n); // the standby holds 1
-    backlog.grant(2, "k", 2n, 100, undefined);
-    backlog.free(3, "k", 2n);
-    expect(backlog.drain(0)).toEqual([{ peer: "F", seq: 3, key: "k", token: 1n }]);
-  });
-
-  it("sends a lease as what remains of it when drained, never below zero", () => {
-    const backlog = new Backlog();
-    backlog.grant(1, "k", 1n, 1_000, undefined);
-    backlog.grant(2, "j", 2n, 1_000, undefined);
-    backlog.extend(3, "j", 2n, 4_000.4);
-    expect(backlog.drain(2_000)).toEqual([
-      { peer: "G", seq: 3, key: "k", token: 1n, leaseMs: 0 },
-      { peer: "G", seq: 3, key: "j", token: 2n, leaseMs: 2_001 },
-    ]);
-  });
-
   /**
-   * Model check: random valid histories of grants, frees and extensions. The standby applies the
-   * first part live, frame by frame; the rest goes through the backlog; after the drain its table
-   * equals the active's, holder for holder (tokens, ids, and deadlines as of the drain).
+   * Model check: random valid histories of grants, frees and extensions, and two standbys that
+   * fell behind at different points. Each applies its live part frame by frame, then the state of
+   * every key changed since; both end with exactly the active's table (tokens, ids, and lease ends).
    */
-  it("leaves a standby with exactly the active's table, whatever happened while it was behind", () => {
+  it("leaves every standby with exactly the active's table, wherever it fell behind", () => {
     const keys = ["a", "b", "c", "d"];
     const step = fc.record({
       kind: fc.constantFrom("grant", "free", "extend"),
@@ -78,52 +83,52 @@ describe("Backlog", () => {
       advanceMs: fc.integer({ min: 0, max: 50 }),
     });
     fc.assert(
-      fc.property(fc.array(step, { maxLength: 60 }), fc.nat(60), (steps, liveCount) => {
+      fc.property(fc.array(step, { maxLength: 60 }), fc.nat(60), fc.nat(60), (steps, cutA, cutB) => {
         const active = new Map<string, Holder>();
-        const standby = new Map<string, Holder>();
-        const backlog = new Backlog();
+        const history: Array<{ change: Change; at: number }> = [];
         let now = 0;
-        let seq = 0;
         let token = 0n;
-        steps.forEach((s, index) => {
+        for (const s of steps) {
           now += s.advanceMs;
           const held = active.get(s.key);
-          let frame: BacklogFrame;
+          const seq = history.length + 1;
+          let change: Change;
           if (s.kind === "grant" && !held) {
             token += 1n;
             active.set(s.key, { token, deadline: now + s.leaseMs, id: s.id });
-            frame = {
-              peer: "G",
-              seq: ++seq,
-              key: s.key,
-              token,
-              leaseMs: s.leaseMs,
-              ...(s.id ? { id: s.id } : {}),
-            };
+            change = { peer: "G", seq, key: s.key, token, leaseMs: s.leaseMs, ...(s.id ? { id: s.id } : {}) };
           } else if (s.kind === "extend" && held) {
             held.deadline = now + s.leaseMs;
-            frame = { peer: "X", seq: ++seq, key: s.key, token: held.token, leaseMs: s.leaseMs };
+            change = { peer: "X", seq, key: s.key, token: held.token, leaseMs: s.leaseMs, id: held.id };
           } else if (held) {
             active.delete(s.key);
-            frame = { peer: "F", seq: ++seq, key: s.key, token: held.token };
+            change = { peer: "F", seq, key: s.key, token: held.token };
           } else {
-            return;
+            continue;
           }
-          if (index < liveCount) applyFrame(standby, frame, now);
-          else backlog.add(frame, now);
-        });
-        const drained = backlog.drain(now);
-        expect(drained.length).toBeLessThanOrEqual(keys.length);
-        for (const frame of drained) {
-          expect(frame.seq).toBe(seq);
-          applyFrame(standby, frame, now);
+          history.push({ change, at: now });
         }
-        // A lease already past its end (the engine expires it on its next tick) is due at once on both.
-        for (const table of [active, standby])
-          for (const holder of table.values()) holder.deadline = Math.max(holder.deadline, now);
-        expect(standby).toEqual(active);
+        const cuts = [Math.min(cutA, history.length), Math.min(cutB, history.length)];
+        const backlog = new Backlog();
+        // Recording starts when the first standby falls behind.
+        for (const { change, at } of history.slice(Math.min(...cuts))) backlog.record(change, at);
+        normalise(active, now);
+        for (const cut of cuts) {
+          const standby = new Map<string, Holder>();
+          for (const { change, at } of history.slice(0, cut)) apply(standby, change, at);
+          const frames = backlog.changedSince(cut, now);
+          expect(frames.length).toBeLessThanOrEqual(keys.length);
+          for (const frame of frames) apply(standby, frame, now);
+          expect(normalise(standby, now)).toEqual(active);
+        }
       }),
       { numRuns: 500 },
     );
   });
 });
+
+/** A lease already past its end (the engine expires it on its next tick) is due at once either way. */
+function normalise(table: Map<string, Holder>, now: number): Map<string, Holder> {
+  for (const holder of table.values()) holder.deadline = Math.max(holder.deadline, now);
+  return table;
+}

@@ -192,7 +192,7 @@ export class Cluster {
         engine.installHolder(frame.key, frame.token, frame.leaseMs, frame.id);
         break;
       case "F":
-        engine.removeHolder(frame.key, frame.token);
+        engine.removeHolder(frame.key);
         break;
       case "X":
         engine.installHolder(frame.key, frame.token, frame.leaseMs, engine.holder(frame.key)?.id);

@@ -41,7 +41,7 @@ describe("Replicator", () => {
     const link = fakeLink();
     replicator.sendSnapshot(link, table, 7n);
     replicator.grant("c", 13n, 30_000, "r2");
-    replicator.extend("a", 11n, 5_000);
+    replicator.extend("a", 11n, 5_000, "r1");
     replicator.free("b", 12n);
     replicator.announceEpoch(8n);
     expect(link.lines).toEqual([
@@ -146,5 +146,32 @@ describe("Replicator", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it("streams live to a standby that keeps up while another one folds", () => {
+    const replicator = new Replicator(() => 0, 2, 0);
+    replicator.enabled = true;
+    const fast = fakeLink();
+    const slow = fakeLink();
+    const empty = { keyCount: 0, holders: () => [] };
+    replicator.sendSnapshot(fast, empty, 1n);
+    replicator.sendSnapshot(slow, empty, 1n);
+    for (let round = 1; round <= 3; round++) {
+      replicator.grant("k", BigInt(round), 1_000, undefined);
+      replicator.free("k", BigInt(round));
+      replicator.acknowledged(fast, replicator.seq);
+    }
+    expect(fast.lines.slice(2)).toEqual([
+      "!G 1 k 1 1000",
+      "!F 2 k 1",
+      "!G 3 k 2 1000",
+      "!F 4 k 2",
+      "!G 5 k 3 1000",
+      "!F 6 k 3",
+    ]);
+    expect(slow.lines.slice(2)).toEqual(["!G 1 k 1 1000", "!F 2 k 1"]);
+    replicator.acknowledged(slow, 2);
+    expect(slow.lines.slice(4)).toEqual(["!F 6 k 3"]);
+    expect(replicator.lag(slow)).toEqual({ ops: 4, sinceAckMs: 0 });
   });
 });

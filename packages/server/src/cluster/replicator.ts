@@ -1,6 +1,6 @@
 import { encodePeer, type PeerFrame } from "@lock/protocol";
 import type { EngineJournal } from "../engine/engine.js";
-import { Backlog, type BacklogFrame } from "./backlog.js";
+import { Backlog, type Change } from "./backlog.js";
 import type { PeerLink } from "./peer-link.js";
 
 /** What the replicator needs of the engine to write a snapshot. */
@@ -15,9 +15,12 @@ interface Target {
   sentSeq: number;
   ackedSeq: number;
   ackedAt: number;
-  /** Changes held back while the peer is more than the window behind, folded per key. */
-  readonly backlog: Backlog;
-  /** When the backlog was last sent, and the timer that sends it next (see DEFAULT_FOLD_INTERVAL_MS). */
+  /**
+   * The peer was a window behind: its changes are held back (folded in the shared backlog) until
+   * it is sent them, and live writes resume only then, so nothing older can follow something newer.
+   */
+  folding: boolean;
+  /** When it was last sent its folded changes, and the timer that sends them next. */
   drainedAt: number;
   drainTimer: NodeJS.Timeout | undefined;
 }
@@ -48,6 +51,9 @@ export class Replicator implements EngineJournal {
   #seq = 0;
   readonly #targets = new Map<PeerLink, Target>();
   readonly #waiters = new Map<PeerLink, Array<{ seq: number; resolve(acked: boolean): void }>>();
+  /** Keys' latest states while any peer folds, shared by all of them. */
+  readonly #backlog = new Backlog();
+  #folding = 0;
   readonly #now: () => number;
   readonly #window: number;
   readonly #foldIntervalMs: number;
@@ -80,8 +86,8 @@ export class Replicator implements EngineJournal {
     if (this.enabled) this.#publish({ peer: "F", seq: ++this.#seq, key, token });
   }
 
-  extend(key: string, token: bigint, leaseMs: number): void {
-    if (this.enabled) this.#publish({ peer: "X", seq: ++this.#seq, key, token, leaseMs });
+  extend(key: string, token: bigint, leaseMs: number, id: string | undefined): void {
+    if (this.enabled) this.#publish({ peer: "X", seq: ++this.#seq, key, token, leaseMs, id });
   }
 
   /** Tells every streaming peer about a new epoch (after whatever it has been held back). */
@@ -118,7 +124,7 @@ export class Replicator implements EngineJournal {
       sentSeq: seq,
       ackedSeq: -1,
       ackedAt: this.#now(),
-      backlog: new Backlog(),
+      folding: false,
       drainedAt: Number.NEGATIVE_INFINITY,
       drainTimer: undefined,
     });
@@ -151,7 +157,7 @@ export class Replicator implements EngineJournal {
       target.ackedSeq = seq;
       target.ackedAt = this.#now();
       // Caught up enough: send what was held back, folded.
-      if (target.backlog.size > 0 && !this.#behind(target)) this.#scheduleDrain(link, target);
+      if (target.folding && !this.#behind(target)) this.#scheduleDrain(link, target);
     }
     const list = this.#waiters.get(link);
     if (!list) return;
@@ -196,25 +202,17 @@ export class Replicator implements EngineJournal {
     return { ops: this.#seq - acked, sinceAckMs: Math.round(this.#now() - target.ackedAt) };
   }
 
-  /** One change to every streaming peer: written (encoded once), or held back for a peer that is behind. */
-  #publish(frame: BacklogFrame): void {
+  /** One change to every streaming peer: written (encoded once), or folded for those that are behind. */
+  #publish(change: Change): void {
     let line: string | undefined;
-    let now: number | undefined;
     for (const [link, target] of this.#targets) {
-      if (this.#holdsBack(target)) {
-        // Only leases need the time (a free is the hottest change and has none).
-        if (frame.peer !== "F") now ??= this.#now();
-        target.backlog.add(frame, now ?? 0);
-        continue;
-      }
-      line ??= encodePeer(frame);
-      this.#write(link, target, frame.seq, line);
+      if (!target.folding && this.#behind(target)) this.#startFolding(target);
+      if (target.folding) continue;
+      line ??= encodePeer(change.peer === "X" ? withoutId(change) : change);
+      this.#write(link, target, change.seq, line);
     }
-  }
-
-  /** Changes a link is sent are held back while it is behind, and after that until its backlog drains. */
-  #holdsBack(target: Target): boolean {
-    return target.backlog.size > 0 || this.#behind(target);
+    // Only leases need the time (a free is the hottest change and has none).
+    if (this.#folding > 0) this.#backlog.record(change, change.peer === "F" ? 0 : this.#now());
   }
 
   #behind(target: Target): boolean {
@@ -222,12 +220,17 @@ export class Replicator implements EngineJournal {
     return target.sentSeq - acked >= this.#window;
   }
 
+  #startFolding(target: Target): void {
+    target.folding = true;
+    this.#folding += 1;
+  }
+
   #write(link: PeerLink, target: Target, seq: number, line: string): void {
     link.send(line);
     target.sentSeq = seq;
   }
 
-  /** Sends the backlog now, or when the fold interval since the last send is over. */
+  /** Sends the folded changes now, or when the fold interval since the last send is over. */
   #scheduleDrain(link: PeerLink, target: Target): void {
     if (target.drainTimer) return;
     const wait = target.drainedAt + this.#foldIntervalMs - this.#now();
@@ -241,21 +244,54 @@ export class Replicator implements EngineJournal {
     }, wait);
   }
 
+  /** The target leaves (disconnect, new snapshot, demotion): no timer, and it no longer folds. */
   #forget(target: Target): void {
     if (target.drainTimer) clearTimeout(target.drainTimer);
     target.drainTimer = undefined;
+    this.#stopFolding(target);
   }
 
+  #stopFolding(target: Target): void {
+    if (!target.folding) return;
+    target.folding = false;
+    this.#folding -= 1;
+    this.#pruneBacklog();
+  }
+
+  /** Sends `target` the state of every key changed since it was last sent anything. */
   #drain(link: PeerLink, target: Target): void {
-    this.#forget(target);
-    if (target.backlog.size === 0) return;
+    if (target.drainTimer) clearTimeout(target.drainTimer);
+    target.drainTimer = undefined;
+    if (!target.folding) return;
     const now = this.#now();
     target.drainedAt = now;
     let text = "";
-    for (const frame of target.backlog.drain(now)) {
-      text += encodePeer(frame);
-      target.sentSeq = frame.seq;
-    }
-    link.send(text);
+    for (const frame of this.#backlog.changedSince(target.sentSeq, now)) text += encodePeer(frame);
+    if (text !== "") link.send(text);
+    target.sentSeq = this.#backlog.lastSeq;
+    // Still a window behind: keep folding (the usual case right after a large send).
+    if (!this.#behind(target)) this.#stopFolding(target);
+    else this.#pruneBacklog();
   }
+
+  /** Drops what every folding peer has been sent; everything once no peer folds. */
+  #pruneBacklog(): void {
+    if (this.#folding === 0) {
+      this.#backlog.clear();
+      return;
+    }
+    let upTo = Number.POSITIVE_INFINITY;
+    for (const target of this.#targets.values()) if (target.folding) upTo = Math.min(upTo, target.sentSeq);
+    this.#backlog.prune(upTo);
+  }
+}
+
+function withoutId(change: Change & { peer: "X" }) {
+  return {
+    peer: "X" as const,
+    seq: change.seq,
+    key: change.key,
+    token: change.token,
+    leaseMs: change.leaseMs,
+  };
 }

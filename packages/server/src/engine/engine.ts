@@ -26,7 +26,8 @@ export interface EngineEvents<P> {
 export interface EngineJournal {
   grant(key: string, token: bigint, leaseMs: number, id: string | undefined): void;
   free(key: string, token: bigint, cause: "release" | "expiry"): void;
-  extend(key: string, token: bigint, leaseMs: number): void;
+  /** `id` is the holder's (unchanged by an extension): a standby that is behind is sent whole states. */
+  extend(key: string, token: bigint, leaseMs: number, id: string | undefined): void;
 }
 
 export interface EngineLimits {
@@ -195,7 +196,7 @@ export class LockEngine<P> {
     if (state === undefined || state.token !== token) return false;
     this.counters.extensions += 1;
     this.#heap.schedule(state, this.#clock.now() + leaseMs);
-    this.#journal?.extend(key, token, leaseMs);
+    this.#journal?.extend(key, token, leaseMs, state.holderId);
     return true;
   }
 
@@ -249,10 +250,14 @@ export class LockEngine<P> {
       if (state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
   }
 
-  /** Replication: forgets `key` if `token` holds it (a release or expiry on the active). */
-  removeHolder(key: string, token: bigint): void {
+  /**
+   * Replication: forgets `key`, whatever token holds it (a release or expiry on the active). The
+   * stream is ordered, so the standby's holder is the one freed; a standby that was behind is sent
+   * the key's final state, and the token it holds may be older than the one the active freed.
+   */
+  removeHolder(key: string): void {
     const state = this.#keys.get(key);
-    if (state === undefined || state.token !== token) return;
+    if (state === undefined) return;
     for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
     this.#heap.remove(state);
     this.#keys.delete(key);
