@@ -31,10 +31,10 @@ function apply(table: Map<string, Holder>, frame: Change | FoldedFrame, now: num
 describe("Backlog", () => {
   it("keeps each key's final state, stamped with the latest sequence number", () => {
     const backlog = new Backlog();
-    backlog.record({ peer: "G", seq: 1, key: "a", token: 10n, leaseMs: 5_000, id: "r1" }, 0);
+    backlog.record({ peer: "G", seq: 1, key: "a", token: 10n, leaseMs: 5_000, id: "r1" }, 5_000);
     backlog.record({ peer: "F", seq: 2, key: "a", token: 10n }, 0);
-    backlog.record({ peer: "G", seq: 3, key: "a", token: 11n, leaseMs: 5_000, id: "r2" }, 1_000);
-    backlog.record({ peer: "X", seq: 4, key: "b", token: 7n, leaseMs: 9_000, id: undefined }, 0);
+    backlog.record({ peer: "G", seq: 3, key: "a", token: 11n, leaseMs: 5_000, id: "r2" }, 6_000);
+    backlog.record({ peer: "X", seq: 4, key: "b", token: 7n, leaseMs: 9_000, id: undefined }, 9_000);
     backlog.record({ peer: "F", seq: 5, key: "c", token: 8n }, 0);
     expect(backlog.size).toBe(3);
     expect(backlog.changedSince(0, 2_000)).toEqual([
@@ -48,8 +48,8 @@ describe("Backlog", () => {
 
   it("sends a lease as what remains of it, never below zero", () => {
     const backlog = new Backlog();
-    backlog.record({ peer: "G", seq: 1, key: "k", token: 1n, leaseMs: 1_000, id: undefined }, 0);
-    backlog.record({ peer: "X", seq: 2, key: "j", token: 2n, leaseMs: 4_000.4, id: "r" }, 0);
+    backlog.record({ peer: "G", seq: 1, key: "k", token: 1n, leaseMs: 1_000, id: undefined }, 1_000);
+    backlog.record({ peer: "X", seq: 2, key: "j", token: 2n, leaseMs: 4_000.4, id: "r" }, 4_000.4);
     expect(backlog.changedSince(0, 2_000)).toEqual([
       { peer: "G", seq: 2, key: "k", token: 1n, leaseMs: 0 },
       { peer: "G", seq: 2, key: "j", token: 2n, leaseMs: 2_001, id: "r" },
@@ -58,8 +58,8 @@ describe("Backlog", () => {
 
   it("forgets what every standby was sent, and reuses the entries", () => {
     const backlog = new Backlog();
-    backlog.record({ peer: "G", seq: 1, key: "a", token: 1n, leaseMs: 1_000, id: "r" }, 0);
-    backlog.record({ peer: "G", seq: 2, key: "b", token: 2n, leaseMs: 1_000, id: undefined }, 0);
+    backlog.record({ peer: "G", seq: 1, key: "a", token: 1n, leaseMs: 1_000, id: "r" }, 1_000);
+    backlog.record({ peer: "G", seq: 2, key: "b", token: 2n, leaseMs: 1_000, id: undefined }, 1_000);
     backlog.prune(1);
     expect(backlog.size).toBe(1);
     backlog.record({ peer: "F", seq: 3, key: "c", token: 3n }, 0);
@@ -111,7 +111,8 @@ describe("Backlog", () => {
         const cuts = [Math.min(cutA, history.length), Math.min(cutB, history.length)];
         const backlog = new Backlog();
         // Recording starts when the first standby falls behind.
-        for (const { change, at } of history.slice(Math.min(...cuts))) backlog.record(change, at);
+        for (const { change, at } of history.slice(Math.min(...cuts)))
+          backlog.record(change, change.peer === "F" ? 0 : at + change.leaseMs);
         normalise(active, now);
         for (const cut of cuts) {
           const standby = new Map<string, Holder>();

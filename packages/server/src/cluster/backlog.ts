@@ -52,8 +52,8 @@ export class Backlog {
     return this.#lastSeq;
   }
 
-  /** Records a change that happened at `now` (on this node's clock; only leases use it). */
-  record(change: Change, now: number): void {
+  /** Records a change; `deadline` is a lease's end on this node's clock (ignored for a free). */
+  record(change: Change, deadline: number): void {
     const { seq, key } = change;
     this.#lastSeq = seq;
     let state = this.#keys.get(key);
@@ -68,7 +68,7 @@ export class Backlog {
       return;
     }
     state.held = true;
-    state.deadline = now + change.leaseMs;
+    state.deadline = deadline;
     state.id = change.id;
   }
 

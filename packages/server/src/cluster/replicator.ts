@@ -10,6 +10,7 @@ export interface SnapshotSource {
 }
 
 interface Target {
+  readonly link: PeerLink;
   snapshotSeq: number;
   /** Sequence number of the last frame written to this peer. */
   sentSeq: number;
@@ -72,22 +73,24 @@ export class Replicator implements EngineJournal {
     return this.#seq;
   }
 
-  grant(key: string, token: bigint, leaseMs: number, id: string | undefined): void {
+  /** `deadline`: the lease's end on this node's clock (the engine has it at hand; folding uses it). */
+  grant(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline?: number): void {
     if (!this.enabled) return;
     const seq = ++this.#seq;
     this.#publish(
       id === undefined
         ? { peer: "G", seq, key, token, leaseMs }
         : { peer: "G", seq, key, token, leaseMs, id },
+      deadline,
     );
   }
 
   free(key: string, token: bigint): void {
-    if (this.enabled) this.#publish({ peer: "F", seq: ++this.#seq, key, token });
+    if (this.enabled) this.#publish({ peer: "F", seq: ++this.#seq, key, token }, undefined);
   }
 
-  extend(key: string, token: bigint, leaseMs: number, id: string | undefined): void {
-    if (this.enabled) this.#publish({ peer: "X", seq: ++this.#seq, key, token, leaseMs, id });
+  extend(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline?: number): void {
+    if (this.enabled) this.#publish({ peer: "X", seq: ++this.#seq, key, token, leaseMs, id }, deadline);
   }
 
   /** Tells every streaming peer about a new epoch (after whatever it has been held back). */
@@ -120,6 +123,7 @@ export class Replicator implements EngineJournal {
     const previous = this.#targets.get(link);
     if (previous) this.#forget(previous);
     this.#targets.set(link, {
+      link,
       snapshotSeq: seq,
       sentSeq: seq,
       ackedSeq: -1,
@@ -203,16 +207,18 @@ export class Replicator implements EngineJournal {
   }
 
   /** One change to every streaming peer: written (encoded once), or folded for those that are behind. */
-  #publish(change: Change): void {
+  #publish(change: Change, deadline: number | undefined): void {
     let line: string | undefined;
-    for (const [link, target] of this.#targets) {
+    for (const target of this.#targets.values()) {
       if (!target.folding && this.#behind(target)) this.#startFolding(target);
       if (target.folding) continue;
       line ??= encodePeer(change.peer === "X" ? withoutId(change) : change);
-      this.#write(link, target, change.seq, line);
+      this.#write(target.link, target, change.seq, line);
     }
-    // Only leases need the time (a free is the hottest change and has none).
-    if (this.#folding > 0) this.#backlog.record(change, change.peer === "F" ? 0 : this.#now());
+    if (this.#folding === 0) return;
+    // Frees carry no lease; grants and extensions normally come with their end from the engine.
+    const end = change.peer === "F" ? 0 : (deadline ?? this.#now() + change.leaseMs);
+    this.#backlog.record(change, end);
   }
 
   #behind(target: Target): boolean {

@@ -24,10 +24,11 @@ export interface EngineEvents<P> {
 
 /** Every change to the holder table, in order: what the cluster replicates to standbys. */
 export interface EngineJournal {
-  grant(key: string, token: bigint, leaseMs: number, id: string | undefined): void;
+  /** `deadline` is the lease's end on the engine's clock (the replicator folds with it). */
+  grant(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline: number): void;
   free(key: string, token: bigint, cause: "release" | "expiry"): void;
   /** `id` is the holder's (unchanged by an extension): a standby that is behind is sent whole states. */
-  extend(key: string, token: bigint, leaseMs: number, id: string | undefined): void;
+  extend(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline: number): void;
 }
 
 export interface EngineLimits {
@@ -196,7 +197,7 @@ export class LockEngine<P> {
     if (state === undefined || state.token !== token) return false;
     this.counters.extensions += 1;
     this.#heap.schedule(state, this.#clock.now() + leaseMs);
-    this.#journal?.extend(key, token, leaseMs, state.holderId);
+    this.#journal?.extend(key, token, leaseMs, state.holderId, state.deadline);
     return true;
   }
 
@@ -339,7 +340,7 @@ export class LockEngine<P> {
     this.#keys.set(key, state);
     this.#heap.schedule(state, this.#clock.now() + leaseMs);
     this.counters.grants += 1;
-    this.#journal?.grant(key, token, leaseMs, id);
+    this.#journal?.grant(key, token, leaseMs, id, state.deadline);
     return token;
   }
 
@@ -359,7 +360,7 @@ export class LockEngine<P> {
     this.#heap.schedule(state, now + next.leaseMs);
     this.counters.grants += 1;
     this.counters.handoffs += 1;
-    this.#journal?.grant(state.key, token, next.leaseMs, next.id);
+    this.#journal?.grant(state.key, token, next.leaseMs, next.id, state.deadline);
     this.#events.granted(next.payload, state.key, token, next.id, now - next.queuedAt);
   }
 

@@ -4,7 +4,7 @@ import { encodeReply } from "@lock/protocol";
 import { Cluster, type ClusterEvents } from "../cluster/cluster.js";
 import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../cluster/membership.js";
 import { Replicator } from "../cluster/replicator.js";
-import type { Clock } from "../engine/clock.js";
+import { type Clock, monotonicClock } from "../engine/clock.js";
 import type { EngineJournal } from "../engine/engine.js";
 import { resolveLimits, type ServerLimits } from "../limits.js";
 import { LockNode } from "../node.js";
@@ -87,7 +87,9 @@ export class LockServer {
     });
     const bound = server.address();
     const port = typeof bound === "object" && bound ? bound.port : (options.port ?? DEFAULT_PORT);
-    const replicator = options.cluster ? new Replicator(() => performance.now()) : undefined;
+    // The replicator measures leases on the engine's clock: folded leases come from the engine's deadlines.
+    const clock = options.clock ?? monotonicClock;
+    const replicator = options.cluster ? new Replicator(() => clock.now()) : undefined;
     let node: LockNode;
     try {
       node = new LockNode({
