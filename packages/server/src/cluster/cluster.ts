@@ -133,7 +133,8 @@ export class Cluster {
       const joining = others.some((peer) => peer.role === "standby" && this.membership.isLive(peer));
       if (!joining || this.#node.clock.now() >= deadline) return undefined;
       this.#snapshotNewStandbys();
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      // Its acknowledgement is what makes it synced; the timeout re-checks liveness meanwhile.
+      await this.#replicator.nextAck(10);
     }
   }
 
@@ -204,7 +205,12 @@ export class Cluster {
         this.membership.noteEpoch(frame.epoch);
         // The sender stops serving as it sends this; its earlier heartbeats said "active".
         const from = this.membership.peerByAddress(session.peer);
-        if (from) from.role = "standby";
+        if (from) {
+          from.role = "standby";
+          // It follows us from here, with the snapshot the promotion sends: its next heartbeat
+          // ("standby") is no step down from active that would need another one.
+          this.#peerRoles.set(from.index, "standby");
+        }
         this.#promote("handoff");
         // Acknowledge at once: the old active redirects its clients only after this.
         session.sendRaw(encodePeer({ peer: "K", seq: frame.seq }));

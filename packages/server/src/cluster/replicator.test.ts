@@ -174,4 +174,26 @@ describe("Replicator", () => {
     expect(slow.lines.slice(4)).toEqual(["!F 6 k 3"]);
     expect(replicator.lag(slow)).toEqual({ ops: 4, sinceAckMs: 0 });
   });
+
+  it("wakes a waiter at the next acknowledgement, or at its timeout", async () => {
+    vi.useFakeTimers();
+    try {
+      const replicator = new Replicator(() => 0);
+      const link = fakeLink();
+      replicator.sendSnapshot(link, table, 1n);
+      let woken = 0;
+      void replicator.nextAck(1_000).then(() => woken++);
+      replicator.acknowledged(link, 0);
+      await vi.advanceTimersByTimeAsync(0);
+      expect(woken).toBe(1);
+      void replicator.nextAck(1_000).then(() => woken++);
+      await vi.advanceTimersByTimeAsync(999);
+      expect(woken).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(woken).toBe(2);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });

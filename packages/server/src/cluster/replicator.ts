@@ -51,6 +51,7 @@ export class Replicator implements EngineJournal {
   enabled = false;
   #seq = 0;
   readonly #targets = new Map<PeerLink, Target>();
+  readonly #ackListeners = new Set<() => void>();
   readonly #waiters = new Map<PeerLink, Array<{ seq: number; resolve(acked: boolean): void }>>();
   /** Keys' latest states while any peer folds, shared by all of them. */
   readonly #backlog = new Backlog();
@@ -155,7 +156,22 @@ export class Replicator implements EngineJournal {
     });
   }
 
+  /** Resolves at the next acknowledgement from any peer (or after `timeoutMs`). */
+  nextAck(timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      const listeners = this.#ackListeners;
+      function done() {
+        clearTimeout(timer);
+        listeners.delete(done);
+        resolve();
+      }
+      listeners.add(done);
+    });
+  }
+
   acknowledged(link: PeerLink, seq: number): void {
+    for (const listener of this.#ackListeners) listener();
     const target = this.#targets.get(link);
     if (target && seq > target.ackedSeq) {
       target.ackedSeq = seq;
