@@ -69,22 +69,7 @@ async function main(): Promise<void> {
     : undefined;
   const adminAddress = admin?.server.address();
 
-  log.info(
-    {
-      version,
-      port: server.port,
-      listen: `${config.listen.host}:${server.port}`,
-      advertise: server.node.advertise,
-      dataDir: config.dataDir,
-      epoch: server.node.epoch.toString(),
-      adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
-      tls: config.tls !== undefined,
-      auth: config.authToken !== undefined,
-      peers: config.peers ?? null,
-    },
-    "lockd ready",
-  );
-
+  // Signals are handled before "ready" is announced: whoever waits for it may stop us at once.
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -100,6 +85,22 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+
+  log.info(
+    {
+      version,
+      port: server.port,
+      listen: `${config.listen.host}:${server.port}`,
+      advertise: server.node.advertise,
+      dataDir: config.dataDir,
+      epoch: server.node.epoch.toString(),
+      adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
+      tls: config.tls !== undefined,
+      auth: config.authToken !== undefined,
+      peers: config.peers ?? null,
+    },
+    "lockd ready",
+  );
 }
 
 main().catch((error: unknown) => {
