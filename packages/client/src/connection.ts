@@ -140,9 +140,13 @@ export class Connection {
 
   /** Queues `ticket` for the next batch. Throws if the request cannot be encoded. */
   send(ticket: Ticket): void {
+    // A lone request (nothing else in flight here) goes out at once: waiting for the end of the
+    // tick only pays when others join the batch, and a request alone is what sequential callers send.
+    const alone = this.#queue.outstanding === 0 && this.#ready && !this.#flushScheduled;
     this.#queue.push(ticket);
     ticket.connection = this;
-    this.#scheduleFlush();
+    if (alone) this.#flush();
+    else this.#scheduleFlush();
   }
 
   /** Takes back a ticket not yet written; false once written (or not on this connection). */

@@ -58,14 +58,18 @@ export class ClientConnection implements AcquireSink, PeerSession {
   peer: string | undefined = undefined;
   pendingAck: number | undefined = undefined;
 
-  constructor(socket: Socket, ctx: ConnectionContext) {
+  /**
+   * `reads`: "events" subscribes to the socket's 'data' (TLS); "external" means the caller passes
+   * each chunk to `receive()` (plain TCP read into a shared buffer, see shared-read.ts).
+   */
+  constructor(socket: Socket, ctx: ConnectionContext, reads: "events" | "external" = "events") {
     this.#socket = socket;
     this.#ctx = ctx;
     this.#decoder = new RequestDecoder(ctx.protocolLimits);
     this.#session = ctx.node.engine.openSession();
     this.#authenticated = ctx.auth === undefined;
     socket.setNoDelay(true);
-    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
+    if (reads === "events") socket.on("data", (chunk: Buffer) => this.receive(chunk));
     socket.on("drain", () => socket.resume());
     socket.on("error", () => {
       // A reset or broken pipe: 'close' follows and cleans up.
@@ -157,7 +161,8 @@ export class ClientConnection implements AcquireSink, PeerSession {
     this.#pending = 0;
   }
 
-  #onData(chunk: Buffer): void {
+  /** Bytes read from the client; `chunk` is only valid during the call. */
+  receive(chunk: Buffer): void {
     if (this.#closing) return;
     this.lastReceivedAt = performance.now();
     let peerFrames = false;

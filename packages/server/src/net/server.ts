@@ -11,6 +11,7 @@ import { LockNode } from "../node.js";
 import type { ServerObserver } from "../observer.js";
 import { SecretChecker } from "./auth.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
+import { readIntoSharedBuffer } from "./shared-read.js";
 
 export interface TlsFiles {
   readonly cert: string | Buffer;
@@ -76,7 +77,8 @@ export class LockServer {
     const host = options.host ?? "127.0.0.1";
     const server = options.tls
       ? createTlsServer({ cert: options.tls.cert, key: options.tls.key })
-      : createTcpServer();
+      : // Paused on accept: each connection moves to a socket that reads into a shared buffer.
+        createTcpServer({ pauseOnConnect: true });
     server.maxConnections = Number.MAX_SAFE_INTEGER; // counted below, to refuse with an error line
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -162,10 +164,23 @@ export class LockServer {
         refuse(socket, this.#closing ? "SHUTTING_DOWN" : "TOO_MANY_CONNECTIONS");
         return;
       }
-      this.#connections.add(new ClientConnection(socket, ctx));
+      this.#connections.add(this.#connect(socket, ctx, event === "connection"));
     });
     // TLS handshake failures and the like concern one socket, never the server.
     this.#server.on("tlsClientError", () => {});
+  }
+
+  #connect(socket: Socket, ctx: ConnectionContext, plainTcp: boolean): ClientConnection {
+    if (!plainTcp) return new ClientConnection(socket, ctx);
+    let connection: ClientConnection | undefined;
+    const reading = readIntoSharedBuffer(socket, (chunk) => connection?.receive(chunk));
+    if (reading) {
+      connection = new ClientConnection(reading, ctx, "external");
+      return connection;
+    }
+    connection = new ClientConnection(socket, ctx);
+    socket.resume();
+    return connection;
   }
 
   #joinCluster(options: LockServerOptions, cluster: LockClusterOptions, replicator: Replicator): void {
@@ -221,6 +236,8 @@ function refuse(socket: Socket, code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN"):
   const message =
     code === "SHUTTING_DOWN" ? "the server is shutting down" : "the server is at its connection limit";
   socket.end(encodeReply({ kind: "E", op: "?", key: "-", code, message }));
+  // Accepted paused: read (and drop) until the client closes, so the socket does close.
+  socket.resume();
 }
 
 export function formatAddress(host: string, port: number): string {
