@@ -51,6 +51,8 @@ export class ClientConnection implements AcquireSink, PeerSession {
   #pending = 0;
   #out = "";
   #flushScheduled = false;
+  /** Inside `receive()`, which writes everything at its end: no tick needs scheduling meanwhile. */
+  #receiving = false;
   #closing = false;
   #closed = false;
   #authTimer: NodeJS.Timeout | undefined;
@@ -135,7 +137,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
   sendRaw(line: string): void {
     if (this.#closed) return;
     this.#out += line;
-    if (!this.#flushScheduled) {
+    if (!this.#flushScheduled && !this.#receiving) {
       this.#flushScheduled = true;
       process.nextTick(this.#flush);
     }
@@ -166,16 +168,21 @@ export class ClientConnection implements AcquireSink, PeerSession {
     if (this.#closing) return;
     this.lastReceivedAt = performance.now();
     let peerFrames = false;
-    for (const frame of this.#decoder.push(chunk)) {
-      if (this.#closing) break;
-      if (isDecodeError(frame)) this.#replyDecodeError(frame);
-      else if (isPeerFrame(frame)) {
-        peerFrames = true;
-        this.#handlePeerFrame(frame);
-      } else this.#handle(frame);
+    this.#receiving = true;
+    try {
+      for (const frame of this.#decoder.push(chunk)) {
+        if (this.#closing) break;
+        if (isDecodeError(frame)) this.#replyDecodeError(frame);
+        else if (isPeerFrame(frame)) {
+          peerFrames = true;
+          this.#handlePeerFrame(frame);
+        } else this.#handle(frame);
+      }
+      if (peerFrames) this.#ctx.cluster?.flushAcks(this);
+      this.#ctx.node.afterRequests();
+    } finally {
+      this.#receiving = false;
     }
-    if (peerFrames) this.#ctx.cluster?.flushAcks(this);
-    this.#ctx.node.afterRequests();
     // Answer the whole chunk with one write now rather than a tick later: one hop less per round trip.
     this.#flush();
   }
@@ -380,7 +387,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
   #send(reply: Reply): void {
     if (this.#closed) return;
     this.#out += encodeReply(reply);
-    if (!this.#flushScheduled) {
+    if (!this.#flushScheduled && !this.#receiving) {
       this.#flushScheduled = true;
       process.nextTick(this.#flush);
     }
