@@ -36,7 +36,7 @@ export const DEFAULT_REPLICATION_WINDOW = 1024;
  * Least time between two folded sends to a standby that is behind: the longer it folds, the less
  * it (and the active) has to process per change, which is how a standby that fell behind catches up.
  */
-export const DEFAULT_FOLD_INTERVAL_MS = 5;
+export const DEFAULT_FOLD_INTERVAL_MS = 10;
 
 /**
  * The active's side of replication. Every change to the holder table (the engine journal) gets the
