@@ -40,6 +40,23 @@ async function grant(cluster: LockdCluster, i: number, key: string, lease = "30"
   return tokenOf(reply);
 }
 
+/** Sends every line at once and returns the token (or `1`) of each reply, in order. */
+async function pipeline(client: LineClient, lines: string[]): Promise<bigint[]> {
+  client.send(lines.join("\n"));
+  const replies: bigint[] = [];
+  for (const _ of lines) {
+    const reply = await client.next();
+    expect(reply).toMatch(/^[AR] /);
+    replies.push(tokenOf(reply));
+  }
+  return replies;
+}
+
+/** Polls `check` until it holds (a fact no event announces); the test timeout bounds it. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
 describe("lockd cluster", () => {
   it("standbys redirect to the active; a client that follows the redirect is served", async () => {
     const cluster = await start(3);
@@ -144,6 +161,51 @@ describe("lockd cluster", () => {
     expect(await client.request(`R split ${left}`)).toBe("R split 1");
     expect(await grant(cluster, 0, "split")).toBeGreaterThan(highest);
     expect(await grant(cluster, 0, "fresh")).toBeGreaterThan(highest);
+  });
+
+  it("a standby stopped far behind resumes without promoting, catches up folded, and serves that table", async () => {
+    const cluster = await start(2);
+    const standby = cluster.nodes[1]!;
+    const sinceStop = standby.logs.length;
+    standby.pause(); // SIGSTOP: it reads nothing while the active moves on well past the window
+    const active = await connect(cluster, 0);
+    const keys = Array.from({ length: 3000 }, (_, i) => `fold:${i}`);
+    const tokens = await pipeline(
+      active,
+      keys.map((key, i) => `A ${key} 30 0 a${i}`),
+    );
+    // Free every odd key, then take every other one of those again: three states per key.
+    await pipeline(
+      active,
+      keys.flatMap((key, i) => (i % 2 === 1 ? [`R ${key} ${tokens[i]}`] : [])),
+    );
+    const retaken = keys.map((key, i) => (i % 4 === 1 ? `A ${key} 30 0 b${i}` : ""));
+    const newTokens = await pipeline(
+      active,
+      retaken.filter((line) => line !== ""),
+    );
+    for (const [n, i] of keys.flatMap((_, i) => (i % 4 === 1 ? [i] : [])).entries())
+      tokens[i] = newTokens[n]!;
+    const held = keys.filter((_, i) => i % 4 !== 3).length;
+    expect(await active.request("I")).toContain(` keys=${held} `);
+    // The stall itself: longer than the peer timeout (300 ms here), so on resume every peer looks dead
+    // to the standby until it reads the heartbeats waiting in its sockets.
+    await new Promise((resolve) => setTimeout(resolve, 700));
+
+    standby.resume();
+    const standbyClient = await connect(cluster, 1);
+    await until(async () => (await standbyClient.request("I")).includes(` keys=${held} `));
+    // It heard the active's queued heartbeats before deciding anything: no promotion on resume.
+    expect(standby.logs.slice(sinceStop).some((entry) => entry.msg === "role changed")).toBe(false);
+
+    const since = standby.logs.length;
+    await cluster.nodes[0]!.kill("SIGKILL");
+    await standby.waitForRole("active", { since });
+    const promoted = await connect(cluster, 1);
+    for (const i of [0, 1, 2, 3, 1998, 2997, 2998, 2999]) {
+      if (i % 4 === 3) expect(await promoted.request(`Y ${keys[i]} 30`)).toMatch(/^Y fold:\d+ \d+$/);
+      else expect(await promoted.request(`R ${keys[i]} ${tokens[i]}`)).toBe(`R ${keys[i]} 1`);
+    }
   });
 
   it("a single survivor of three serves alone", async () => {

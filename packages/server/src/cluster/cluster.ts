@@ -56,6 +56,7 @@ export class Cluster {
   readonly #peerRoles = new Map<number, NodeRole | undefined>();
   readonly #refusalReportedAt = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
+  #lastTickAt: number | undefined;
   #busy = false;
   #handingOff = false;
   /** The peer whose snapshot this standby holds. */
@@ -238,6 +239,11 @@ export class Cluster {
   }
 
   #tick(): void {
+    const now = this.#node.clock.now();
+    // Ticks run every heartbeat: a gap past the peer timeout means this process was not running.
+    if (this.#lastTickAt !== undefined && now - this.#lastTickAt > this.#options.timing.peerTimeoutMs)
+      this.membership.resumedAfterStall();
+    this.#lastTickAt = now;
     const heartbeat = encodePeer({
       peer: "B",
       node: this.membership.selfAddress,

@@ -84,4 +84,21 @@ describe("Membership: who is active", () => {
     expect(m.heard("a:1", "active", 1n, undefined)).toBeUndefined();
     expect(m.heard("unknown:1", "active", 1n, undefined)).toBeUndefined();
   });
+
+  it("a standby that resumes after a stall listens for one peer timeout before it may promote", () => {
+    const { clock, m } = membership("b:1");
+    clock.advance(600);
+    m.heard("a:1", "active", 1n, "a:1");
+    // Stopped for 2 s: a:1 looks silent, but only because b:1 was not listening.
+    clock.advance(2_000);
+    m.resumedAfterStall();
+    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+    // The heartbeats that waited in its socket arrive: the active is alive, nothing to do.
+    m.heard("a:1", "active", 1n, "a:1");
+    clock.advance(500);
+    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+    // Once a:1 has been silent for a whole timeout while b:1 listens, b:1 promotes.
+    clock.advance(1);
+    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "promote" });
+  });
 });

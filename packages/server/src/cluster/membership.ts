@@ -52,7 +52,8 @@ export class Membership {
   readonly self: number;
   readonly timing: ClusterTiming;
   readonly #clock: Clock;
-  readonly #startedAt: number;
+  /** A standby promotes no earlier than this: one peer timeout after start, or after a stall. */
+  #listenUntil: number;
   #maxEpochSeen = 0n;
 
   constructor(addresses: readonly string[], self: string, timing: ClusterTiming, clock: Clock) {
@@ -62,7 +63,7 @@ export class Membership {
     this.self = index;
     this.timing = timing;
     this.#clock = clock;
-    this.#startedAt = clock.now();
+    this.#listenUntil = clock.now() + timing.peerTimeoutMs;
     this.peers = addresses.map((address, i) => ({
       index: i,
       address,
@@ -114,6 +115,15 @@ export class Membership {
     return this.peers.find((peer) => peer.index !== this.self && peer.role === "active" && this.isLive(peer));
   }
 
+  /**
+   * This node was not running for a while (SIGSTOP, a VM pause, a long GC): every peer looks silent
+   * only because it could not listen. Like at start, it hears the others for one peer timeout before
+   * it may promote, instead of promoting on a stale view (heartbeats wait unread in its sockets).
+   */
+  resumedAfterStall(): void {
+    this.#listenUntil = Math.max(this.#listenUntil, this.#clock.now() + this.timing.peerTimeoutMs);
+  }
+
   /** `synced(peer)`: the peer has applied this node's snapshot (only asked while active). */
   decide(me: SelfState, synced: (peer: PeerState) => boolean): Decision {
     if (me.busy) return { action: "none" };
@@ -133,8 +143,8 @@ export class Membership {
       if (successor) return { action: "handoff", to: successor };
       return { action: "none" };
     }
-    // A standby waits one timeout after start to hear from the others before it may promote.
-    if (this.#clock.now() - this.#startedAt < this.timing.peerTimeoutMs) return { action: "none" };
+    // A standby waits one timeout after start (or a stall) to hear from the others before it may promote.
+    if (this.#clock.now() < this.#listenUntil) return { action: "none" };
     if (higher.length > 0) return { action: "none" };
     if (others.some((peer) => peer.role === "active")) return { action: "none" };
     return { action: "promote" };
