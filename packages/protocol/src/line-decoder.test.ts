@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { RequestDecoder } from "./decoders.js";
 import { LineDecoder } from "./line-decoder.js";
@@ -105,6 +106,27 @@ describe("LineDecoder", () => {
   it("takes Node Buffers and plain Uint8Arrays alike", () => {
     expect(new LineDecoder().push(Buffer.from("a\nb\n"))).toStrictEqual(["a", "b"]);
     expect(new LineDecoder().push(new Uint8Array(0))).toStrictEqual([]);
+  });
+
+  it("decodes Buffers (short ASCII regions take a fast path) exactly as plain Uint8Arrays", () => {
+    // Mostly ASCII with newlines, some high and invalid bytes, lines around the limit.
+    const byte = fc.oneof(
+      { weight: 8, arbitrary: fc.integer({ min: 0x20, max: 0x7e }) },
+      { weight: 2, arbitrary: fc.constant(0x0a) },
+      { weight: 1, arbitrary: fc.integer({ min: 0, max: 255 }) },
+    );
+    fc.assert(
+      fc.property(fc.array(byte, { maxLength: 1200 }), fc.array(fc.nat(1200)), (values, cuts) => {
+        const bytes = new Uint8Array(values);
+        const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
+        const limits = { maxLineBytes: 64, maxKeyBytes: 32 };
+        const plain = decodeInPieces(new RequestDecoder(limits), bytes, points);
+        // A Buffer's pieces are Buffers too.
+        const asBuffers = decodeInPieces(new RequestDecoder(limits), Buffer.from(bytes), points);
+        expect(asBuffers).toStrictEqual(plain);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("rejects limits no line could meet", () => {

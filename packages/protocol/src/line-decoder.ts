@@ -12,6 +12,30 @@ const RETAINED_CAPACITY = 4096;
 // like any other character, not a byte-order mark to drop.
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
+/**
+ * Node's Buffer, recognised without importing it (this package runs anywhere) by `latin1Slice`: the
+ * method behind `buffer.toString("latin1", start, end)`, called directly to skip its argument checks.
+ */
+interface NodeBuffer {
+  latin1Slice?: (start: number, end: number) => string;
+}
+
+/** Up to this many bytes, checking for ASCII in JavaScript beats the decoder's fixed cost. */
+const ASCII_SCAN_MAX = 512;
+
+/**
+ * A short all-ASCII region of a Buffer as text; undefined otherwise. Protocol traffic is nearly
+ * always ASCII, and a request or reply often arrives alone: decoding one short line through
+ * TextDecoder (with a view to make) costs more than the rest of its parse.
+ */
+function asciiText(bytes: Uint8Array, start: number, end: number): string | undefined {
+  const buffer = bytes as unknown as NodeBuffer;
+  if (end - start > ASCII_SCAN_MAX || buffer.latin1Slice === undefined) return undefined;
+  for (let i = start; i < end; i++) if (bytes[i]! >= 0x80) return undefined;
+  // ASCII is the same in Latin-1, and Latin-1 decoding is a plain copy.
+  return buffer.latin1Slice(start, end);
+}
+
 function tooLong(maxLineBytes: number): DecodeError {
   return decodeError("LINE_TOO_LONG", `the line is over ${maxLineBytes} bytes; it was discarded`);
 }
@@ -112,11 +136,13 @@ export class LineDecoder {
     parse: (line: string) => T,
     out: Array<T | DecodeError>,
   ): void {
-    let text: string | undefined;
-    try {
-      text = utf8.decode(bytes.subarray(start, end));
-    } catch {
-      text = undefined;
+    let text = asciiText(bytes, start, end);
+    if (text === undefined) {
+      try {
+        text = utf8.decode(bytes.subarray(start, end));
+      } catch {
+        text = undefined;
+      }
     }
     if (text === undefined) {
       for (let lineStart = start; lineStart < end; ) {
