@@ -151,10 +151,9 @@ export class LockServer {
     if (idleMs > 0) {
       this.#idleSweep = setInterval(
         () => {
-          const before = performance.now() - idleMs;
-          for (const connection of this.#connections) connection.closeIfIdleSince(before);
+          for (const connection of this.#connections) connection.sweepIdle();
         },
-        Math.max(10, Math.floor(idleMs / 2)),
+        Math.max(5, Math.floor(idleMs / 2)),
       );
       this.#idleSweep.unref();
     }
