@@ -28,7 +28,7 @@ import {
  * Targets: pipelined throughput at 1024 in flight ≥ 2× ioredis/Redis; sequential p50 ≤ ioredis/Redis.
  */
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 2000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const THROUGHPUT_TARGET = 2;
 
 interface ClientLoad {
