@@ -1,4 +1,6 @@
+import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LineClient } from "@lock/testkit";
@@ -184,6 +186,47 @@ describe("limits and bad input", () => {
     await d.request("A b 30 0");
     expect(await d.request("A c 30 0")).toMatch(/^E A c TOO_MANY_KEYS - /);
     expect(await d.request("Y c 30")).toMatch(/^E Y c TOO_MANY_KEYS - /);
+  });
+
+  it("stops reading a client that does not read its replies, and serves it all once it does", async () => {
+    let answered = 0;
+    const observer = { request: () => answered++, granted() {}, error() {} };
+    const dataDir = mkdtempSync(join(tmpdir(), "lockd-net-"));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const server = await LockServer.start({
+      port: 0,
+      dataDir,
+      observer,
+      limits: { writeHighWaterBytes: 64 * 1024 },
+    });
+    cleanups.push(() => server.close(100));
+    const socket = connect({ port: server.port, host: "127.0.0.1" });
+    cleanups.push(() => {
+      socket.destroy();
+    });
+    await once(socket, "connect");
+    socket.pause(); // never read, for now
+    // 300,000 `I` requests: 600 KB that ask for ~45 MB of replies.
+    const count = 300_000;
+    socket.write("I\n".repeat(count));
+    // Nothing announces that the server stopped reading: wait until the count stops moving.
+    let last = -1;
+    for (let still = 0; still < 5; still = answered === last ? still + 1 : 0) {
+      last = answered;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    // Only what the kernel buffers and the 64 KiB high-water mark hold was answered.
+    expect(answered).toBeGreaterThan(0);
+    expect(answered).toBeLessThan(count / 2);
+    // Reading again drains the replies, the server resumes, and every request gets its answer.
+    let lines = 0;
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => {
+      for (let i = chunk.indexOf("\n"); i >= 0; i = chunk.indexOf("\n", i + 1)) lines++;
+    });
+    socket.resume();
+    while (lines < count) await once(socket, "data");
+    expect(answered).toBe(count);
   });
 
   it("refuses connections over the limit with an error line, then closes", async () => {
