@@ -290,7 +290,8 @@ export class Replicator implements EngineJournal {
     let text = "";
     for (const frame of this.#backlog.changedSince(target.sentSeq, now)) text += encodePeer(frame);
     if (text !== "") link.send(text);
-    target.sentSeq = this.#backlog.lastSeq;
+    // Never backwards: a `!P` written live after the last change has a higher seq than any folded one.
+    target.sentSeq = Math.max(target.sentSeq, this.#backlog.lastSeq);
     // Still a window behind: keep folding (the usual case right after a large send).
     if (!this.#behind(target)) this.#stopFolding(target);
     else this.#pruneBacklog();
