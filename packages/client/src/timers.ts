@@ -1,3 +1,5 @@
+import { type DeadlineEntry, DeadlineHeap } from "@lock/deadline-heap";
+
 /** Monotonic milliseconds. Wall-clock time would jump with NTP and break lease arithmetic. */
 export interface Clock {
   now(): number;
@@ -21,7 +23,7 @@ export interface Timer {
  */
 export class TimerQueue {
   readonly clock: Clock;
-  readonly #heap: Entry[] = [];
+  readonly #heap = new DeadlineHeap<Entry>();
   #sequence = 0;
   #host: ReturnType<typeof setTimeout> | undefined;
   #armedFor = Number.POSITIVE_INFINITY;
@@ -33,10 +35,9 @@ export class TimerQueue {
 
   /** Runs `callback` at monotonic time `atMs`. */
   at(atMs: number, callback: () => void): Timer {
-    const entry = new Entry(this, atMs, this.#sequence++, callback);
+    const entry = new Entry(this, this.#sequence++, callback);
     if (this.#stopped) return entry;
-    this.#heap.push(entry);
-    this.#up(this.#heap.length - 1);
+    this.#heap.schedule(entry, atMs);
     if (atMs < this.#armedFor) this.#arm();
     return entry;
   }
@@ -46,29 +47,19 @@ export class TimerQueue {
   }
 
   get size(): number {
-    return this.#heap.length;
+    return this.#heap.size;
   }
 
   /** Drops every pending callback and the host timer; later `at()` calls are ignored. */
   stop(): void {
     this.#stopped = true;
-    for (const entry of this.#heap) entry.index = -1;
-    this.#heap.length = 0;
+    this.#heap.clear();
     this.#disarm();
   }
 
   /** @internal */
   remove(entry: Entry): void {
-    const index = entry.index;
-    if (index < 0) return;
-    entry.index = -1;
-    const last = this.#heap.pop()!;
-    if (last !== entry) {
-      this.#heap[index] = last;
-      last.index = index;
-      this.#down(index);
-      this.#up(last.index);
-    }
+    this.#heap.remove(entry);
     // The host timer stays armed: when it fires early it finds nothing due and re-arms. Re-arming
     // on every cancel would cost a clearTimeout per released lock.
   }
@@ -77,10 +68,9 @@ export class TimerQueue {
     this.#host = undefined;
     this.#armedFor = Number.POSITIVE_INFINITY;
     const now = this.clock.now();
-    for (let head = this.#heap[0]; head !== undefined && head.atMs <= now; head = this.#heap[0]) {
-      this.remove(head);
+    for (let due = this.#heap.popDue(now); due !== undefined; due = this.#heap.popDue(now)) {
       try {
-        head.callback();
+        due.callback();
       } catch (error) {
         // Surface it as an uncaught exception, as a plain setTimeout would, without losing the rest.
         queueMicrotask(() => {
@@ -88,17 +78,17 @@ export class TimerQueue {
         });
       }
     }
-    if (!this.#stopped && this.#heap.length > 0) this.#arm();
+    if (!this.#stopped && this.#heap.size > 0) this.#arm();
   };
 
   #arm(): void {
-    const head = this.#heap[0];
+    const head = this.#heap.peek();
     if (head === undefined) return;
     this.#disarm();
-    this.#armedFor = head.atMs;
+    this.#armedFor = head.deadline;
     // If the host timer fires a fraction of a millisecond early by this clock, #fire finds nothing
     // due and arms again.
-    this.#host = setTimeout(this.#fire, Math.max(0, Math.ceil(head.atMs - this.clock.now())));
+    this.#host = setTimeout(this.#fire, Math.max(0, Math.ceil(head.deadline - this.clock.now())));
   }
 
   #disarm(): void {
@@ -106,54 +96,18 @@ export class TimerQueue {
     this.#host = undefined;
     this.#armedFor = Number.POSITIVE_INFINITY;
   }
-
-  #up(index: number): void {
-    const heap = this.#heap;
-    const entry = heap[index]!;
-    while (index > 0) {
-      const parentIndex = (index - 1) >> 1;
-      const parent = heap[parentIndex]!;
-      if (!entry.before(parent)) break;
-      heap[index] = parent;
-      parent.index = index;
-      index = parentIndex;
-    }
-    heap[index] = entry;
-    entry.index = index;
-  }
-
-  #down(index: number): void {
-    const heap = this.#heap;
-    const entry = heap[index]!;
-    for (;;) {
-      const left = 2 * index + 1;
-      if (left >= heap.length) break;
-      const right = left + 1;
-      const child = right < heap.length && heap[right]!.before(heap[left]!) ? right : left;
-      const smaller = heap[child]!;
-      if (!smaller.before(entry)) break;
-      heap[index] = smaller;
-      smaller.index = index;
-      index = child;
-    }
-    heap[index] = entry;
-    entry.index = index;
-  }
 }
 
-class Entry implements Timer {
-  index = -1;
+/** A scheduled callback: its deadline and heap position are the heap's; ties run in scheduling order. */
+class Entry implements Timer, DeadlineEntry {
+  deadline = Number.NaN;
+  heapIndex = -1;
 
   constructor(
     readonly queue: TimerQueue,
-    readonly atMs: number,
-    readonly sequence: number,
+    readonly order: number,
     readonly callback: () => void,
   ) {}
-
-  before(other: Entry): boolean {
-    return this.atMs < other.atMs || (this.atMs === other.atMs && this.sequence < other.sequence);
-  }
 
   cancel(): void {
     this.queue.remove(this);

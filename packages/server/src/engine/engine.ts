@@ -1,5 +1,5 @@
+import { DeadlineHeap } from "@lock/deadline-heap";
 import type { Clock } from "./clock.js";
-import { DeadlineHeap } from "./deadline-heap.js";
 import { KeyState, Session, Waiter } from "./records.js";
 import type { TokenIssuer } from "./token-issuer.js";
 

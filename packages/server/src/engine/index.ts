@@ -1,7 +1,7 @@
+export type { DeadlineEntry } from "@lock/deadline-heap";
+export { DeadlineHeap } from "@lock/deadline-heap";
 export type { Clock } from "./clock.js";
 export { ManualClock, monotonicClock } from "./clock.js";
-export type { DeadlineEntry } from "./deadline-heap.js";
-export { DeadlineHeap } from "./deadline-heap.js";
 export type {
   AcquireInput,
   AcquireOutcome,

@@ -1,4 +1,4 @@
-import type { DeadlineEntry } from "./deadline-heap.js";
+import type { DeadlineEntry } from "@lock/deadline-heap";
 
 /**
  * The engine's per-key and per-waiter records. They are plain mutable classes (not immutable

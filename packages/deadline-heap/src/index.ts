@@ -1,5 +1,6 @@
 /**
- * One timer structure for every lease and wait deadline: an indexed binary min-heap.
+ * One timer structure for every deadline (lockd's leases and waits, the client's timers): an indexed
+ * binary min-heap.
  *
  * Entries carry their own `heapIndex`, so a lease extension or a waiter leaving its queue updates
  * or removes its entry in O(log n) instead of leaving a stale entry behind. That keeps memory
@@ -53,6 +54,12 @@ export class DeadlineHeap<T extends DeadlineEntry> {
     last.heapIndex = index;
     this.#down(index);
     this.#up(last.heapIndex);
+  }
+
+  /** Unschedules every entry. */
+  clear(): void {
+    for (const entry of this.#items) entry.heapIndex = -1;
+    this.#items.length = 0;
   }
 
   /** Removes and returns the earliest entry if its deadline is at or before `now`. */
