@@ -35,35 +35,50 @@ async function restartTopNode(cluster: LockdCluster): Promise<void> {
   );
 }
 
-/** kill -9 → the first try-acquire granted by the new active to a client polling it every 2 ms. */
-async function failover(): Promise<void> {
-  console.log(
-    `\n# failover: kill -9 of the active -> first grant on the new active (3 nodes, ${ROUNDS} kills)`,
-  );
-  const cluster = await startCluster(3);
+/**
+ * `measure` once per round on one cluster, bringing node 0 back as the active after each; then the
+ * p50/p99/max row. Returns nothing: the row is the result.
+ */
+async function acrossRestarts(
+  label: string,
+  nodes: number,
+  target: Record<string, string>,
+  measure: (cluster: LockdCluster, round: number) => Promise<number>,
+): Promise<void> {
+  const cluster = await startCluster(nodes);
   const times: number[] = [];
   try {
     for (let round = 0; round < ROUNDS; round++) {
-      using client = await cluster.connect(1);
-      const killed = performance.now();
-      await cluster.nodes[0]!.kill("SIGKILL");
-      for (let attempt = 0; ; attempt++) {
-        const reply = await client.request(`Y failover:${round} 30 r${attempt}`);
-        if (reply.startsWith("Y ")) break;
-        await new Promise((resolve) => setTimeout(resolve, 2));
-      }
-      times.push(performance.now() - killed);
+      times.push(await measure(cluster, round));
       await restartTopNode(cluster);
     }
   } finally {
     await cluster.dispose();
   }
   times.sort((a, b) => a - b);
-  printRow("failover", {
+  printRow(label, {
     p50_ms: percentile(times, 50),
     p99_ms: percentile(times, 99),
     max_ms: times.at(-1)!,
-    target_p99_ms: "<= 1000",
+    ...target,
+  });
+}
+
+/** kill -9 → the first try-acquire granted by the new active to a client polling it every 2 ms. */
+async function failover(): Promise<void> {
+  console.log(
+    `\n# failover: kill -9 of the active -> first grant on the new active (3 nodes, ${ROUNDS} kills)`,
+  );
+  await acrossRestarts("failover", 3, { target_p99_ms: "<= 1000" }, async (cluster, round) => {
+    using client = await cluster.connect(1);
+    const killed = performance.now();
+    await cluster.nodes[0]!.kill("SIGKILL");
+    for (let attempt = 0; ; attempt++) {
+      const reply = await client.request(`Y failover:${round} 30 r${attempt}`);
+      if (reply.startsWith("Y ")) break;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    return performance.now() - killed;
   });
 }
 
@@ -75,29 +90,15 @@ async function handoff(): Promise<void> {
   console.log(
     `\n# graceful handoff: SIGTERM of the active -> successor active (2 nodes, ${ROUNDS} handoffs)`,
   );
-  const cluster = await startCluster(2);
-  const gaps: number[] = [];
-  try {
-    for (let round = 0; round < ROUNDS; round++) {
-      const old = cluster.nodes[0]!;
-      const successor = cluster.nodes[1]!;
-      const sinceOld = old.logs.length;
-      const since = successor.logs.length;
-      await old.stop();
-      const promoted = await successor.waitForRole("active", { since });
-      const stopping = old.logs.slice(sinceOld).find((entry) => entry.msg === "stopping")!;
-      gaps.push((promoted.time as number) - (stopping.time as number));
-      await restartTopNode(cluster);
-    }
-  } finally {
-    await cluster.dispose();
-  }
-  gaps.sort((a, b) => a - b);
-  printRow("handoff gap", {
-    p50_ms: percentile(gaps, 50),
-    p99_ms: percentile(gaps, 99),
-    max_ms: gaps.at(-1)!,
-    target_ms: "<= 50",
+  await acrossRestarts("handoff gap", 2, { target_ms: "<= 50" }, async (cluster) => {
+    const old = cluster.nodes[0]!;
+    const successor = cluster.nodes[1]!;
+    const sinceOld = old.logs.length;
+    const since = successor.logs.length;
+    await old.stop();
+    const promoted = await successor.waitForRole("active", { since });
+    const stopping = old.logs.slice(sinceOld).find((entry) => entry.msg === "stopping")!;
+    return (promoted.time as number) - (stopping.time as number);
   });
 }
 
@@ -119,18 +120,17 @@ async function measured(
 }
 
 /** The `keys=` count a node reports to `I`. */
-async function keyCount(port: number): Promise<number> {
-  using client = await LineClient.connect(port);
+async function keyCount(client: LineClient): Promise<number> {
   const info = await client.request("I");
   return Number(/ keys=(\d+)/.exec(info)?.[1] ?? Number.NaN);
 }
 
 /** Waits until both standbys hold as many keys as the active (they converge once the load stops). */
-async function standbysConverge(ports: number[]): Promise<{ keys: number; ms: number }> {
+async function standbysConverge(clients: LineClient[]): Promise<{ keys: number; ms: number }> {
   const started = performance.now();
-  const keys = await keyCount(ports[0]!);
+  const keys = await keyCount(clients[0]!);
   for (;;) {
-    const counts = await Promise.all(ports.slice(1).map(keyCount));
+    const counts = await Promise.all(clients.slice(1).map(keyCount));
     if (counts.every((count) => count === keys)) return { keys, ms: Math.round(performance.now() - started) };
     if (performance.now() - started > 10_000)
       throw new Error(`standbys hold ${counts} keys, the active ${keys}`);
@@ -162,6 +162,7 @@ async function throughput(): Promise<void> {
     inflight: 256,
     durationMs: Number(process.env.BENCH_DURATION_MS ?? 3000),
   };
+  let infoClients: LineClient[] = [];
   const single = await startLockd("0");
   const ports = [await freePort(), await freePort(), await freePort()];
   const peers = ports.map((port) => `127.0.0.1:${port}`).join(",");
@@ -181,8 +182,10 @@ async function throughput(): Promise<void> {
     await Promise.all(
       nodes.slice(1).map((node) => firstJsonLine(node, (entry) => entry.msg === "following active")),
     );
-    using check = await LineClient.connect(ports[0]!);
-    if (!(await check.request("I")).includes("role=active")) throw new Error("node 0 is not active");
+    // One connection per node for `I`, kept for the convergence checks after each round.
+    infoClients = await Promise.all(ports.map((port) => LineClient.connect(port)));
+    if (!(await infoClients[0]!.request("I")).includes("role=active"))
+      throw new Error("node 0 is not active");
 
     const rounds = Number(process.env.BENCH_TP_ROUNDS ?? 5);
     const alone: Array<{ rate: number; perCpu: number }> = [];
@@ -192,7 +195,7 @@ async function throughput(): Promise<void> {
       const standbyBefore = nodes.slice(1).map((node) => cpuSeconds(node.pid!));
       const c = await measured(nodes[0]!.pid!, () => runLoad("1", { ...load, port: ports[0]! }));
       const standbySeconds = nodes.slice(1).map((node, i) => cpuSeconds(node.pid!) - standbyBefore[i]!);
-      const converged = await standbysConverge(ports);
+      const converged = await standbysConverge(infoClients);
       alone.push({ rate: a.ops / a.seconds, perCpu: a.opsPerCpuSecond });
       // CPU share of one standby over the run (its CPU-seconds per wall second of load).
       const share = Math.max(...standbySeconds) / c.seconds;
@@ -225,6 +228,7 @@ async function throughput(): Promise<void> {
       target: ">= 0.7",
     });
   } finally {
+    for (const client of infoClients) client.close();
     single.stop();
     for (const node of nodes) node.kill("SIGKILL");
   }

@@ -268,8 +268,7 @@ export class Replicator implements EngineJournal {
 
   /** The target leaves (disconnect, new snapshot, demotion): no timer, and it no longer folds. */
   #forget(target: Target): void {
-    if (target.drainTimer) clearTimeout(target.drainTimer);
-    target.drainTimer = undefined;
+    cancelDrainTimer(target);
     this.#stopFolding(target);
   }
 
@@ -282,8 +281,7 @@ export class Replicator implements EngineJournal {
 
   /** Sends `target` the state of every key changed since it was last sent anything. */
   #drain(link: PeerLink, target: Target): void {
-    if (target.drainTimer) clearTimeout(target.drainTimer);
-    target.drainTimer = undefined;
+    cancelDrainTimer(target);
     if (!target.folding) return;
     const now = this.#now();
     target.drainedAt = now;
@@ -307,6 +305,11 @@ export class Replicator implements EngineJournal {
     for (const target of this.#targets.values()) if (target.folding) upTo = Math.min(upTo, target.sentSeq);
     this.#backlog.prune(upTo);
   }
+}
+
+function cancelDrainTimer(target: Target): void {
+  if (target.drainTimer) clearTimeout(target.drainTimer);
+  target.drainTimer = undefined;
 }
 
 function withoutId(change: Change & { peer: "X" }) {
