@@ -137,12 +137,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
 
   /** Writes a raw line (peer acknowledgements). */
   sendRaw(line: string): void {
-    if (this.#closed) return;
-    this.#out += line;
-    if (!this.#flushScheduled && !this.#receiving) {
-      this.#flushScheduled = true;
-      process.nextTick(this.#flush);
-    }
+    if (!this.#closed) this.#queue(line);
   }
 
   /** Stops reading requests (during a handoff); peer links keep flowing. */
@@ -397,12 +392,16 @@ export class ClientConnection implements AcquireSink, PeerSession {
 
   #send(reply: Reply): void {
     if (this.#closed) return;
-    this.#out += encodeReply(reply);
-    if (!this.#flushScheduled && !this.#receiving) {
-      this.#flushScheduled = true;
-      process.nextTick(this.#flush);
-    }
+    this.#queue(encodeReply(reply));
     if (reply.kind === "E" && FATAL_CODES.has(reply.code)) this.#flush();
+  }
+
+  /** Adds to the next write: at the end of `receive()` if inside it, else at the end of this tick. */
+  #queue(text: string): void {
+    this.#out += text;
+    if (this.#flushScheduled || this.#receiving) return;
+    this.#flushScheduled = true;
+    process.nextTick(this.#flush);
   }
 
   readonly #flush = (): void => {
