@@ -8,6 +8,7 @@ import {
   ReplyDecoder,
   type Request,
 } from "@lock/protocol";
+import { SocketWriter } from "@lock/socket-writer";
 import { AuthError, LockServerError, NoServerError, ProtocolError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
 import { serverName, splitAddress } from "./options.js";
@@ -67,6 +68,7 @@ export class Connection {
   readonly #queue: RequestQueue<Ticket>;
   readonly #decoder: ReplyDecoder;
   readonly #socket: Socket;
+  readonly #writer: SocketWriter;
   #ready = false;
   #closed = false;
   #error: Error | undefined;
@@ -104,13 +106,13 @@ export class Connection {
           },
         });
     this.#socket = socket;
-    socket.setNoDelay(true);
-    socket.on(tls ? "secureConnect" : "connect", () => this.#onConnect());
-    if (tls) socket.on("data", (chunk: Buffer) => this.#onData(chunk));
-    socket.on("drain", () => {
+    this.#writer = new SocketWriter(socket, () => {
       this.#waitingForDrain = false;
       this.#flush();
     });
+    socket.setNoDelay(true);
+    socket.on(tls ? "secureConnect" : "connect", () => this.#onConnect());
+    if (tls) socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("error", (error) => {
       this.#error ??= error;
     });
@@ -175,7 +177,7 @@ export class Connection {
   #flush(): void {
     if (this.#closed || this.#waitingForDrain || !this.#queue.hasWrites) return;
     const batch = this.#queue.takeWrites(this.#timers.clock.now());
-    if (!this.#socket.write(batch)) this.#waitingForDrain = true;
+    if (!this.#writer.write(batch)) this.#waitingForDrain = true;
   }
 
   #onConnect(): void {

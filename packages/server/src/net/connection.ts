@@ -13,6 +13,7 @@ import {
   RequestDecoder,
   type RequestOp,
 } from "@lock/protocol";
+import { SocketWriter } from "@lock/socket-writer";
 import type { Cluster, PeerSession } from "../cluster/cluster.js";
 import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
@@ -44,6 +45,7 @@ export interface ConnectionContext {
  */
 export class ClientConnection implements AcquireSink, PeerSession {
   readonly #socket: Socket;
+  readonly #writer: SocketWriter;
   readonly #ctx: ConnectionContext;
   readonly #decoder: RequestDecoder;
   readonly #session: Session<AcquireSink>;
@@ -55,6 +57,10 @@ export class ClientConnection implements AcquireSink, PeerSession {
   #receiving = false;
   #closing = false;
   #closed = false;
+  /** Reading stopped because unsent replies passed the high-water mark. */
+  #writesBacklogged = false;
+  /** Reading stopped for a handoff (`pauseReading`). */
+  #readingPaused = false;
   #authTimer: NodeJS.Timeout | undefined;
   /** Set when a peer node identified itself on this connection (`!J`). */
   peer: string | undefined = undefined;
@@ -71,8 +77,8 @@ export class ClientConnection implements AcquireSink, PeerSession {
     this.#session = ctx.node.engine.openSession();
     this.#authenticated = ctx.auth === undefined;
     socket.setNoDelay(true);
+    this.#writer = new SocketWriter(socket, () => this.#drained());
     if (reads === "events") socket.on("data", (chunk: Buffer) => this.receive(chunk));
-    socket.on("drain", () => socket.resume());
     socket.on("error", () => {
       // A reset or broken pipe: 'close' follows and cleans up.
     });
@@ -142,11 +148,14 @@ export class ClientConnection implements AcquireSink, PeerSession {
 
   /** Stops reading requests (during a handoff); peer links keep flowing. */
   pauseReading(): void {
-    if (this.peer === undefined) this.#socket.pause();
+    if (this.peer !== undefined) return;
+    this.#readingPaused = true;
+    this.#socket.pause();
   }
 
   resumeReading(): void {
-    this.#socket.resume();
+    this.#readingPaused = false;
+    if (!this.#writesBacklogged) this.#socket.resume();
   }
 
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
@@ -409,9 +418,21 @@ export class ClientConnection implements AcquireSink, PeerSession {
     if (this.#out.length === 0 || this.#closed) return;
     const out = this.#out;
     this.#out = "";
-    this.#socket.write(out);
-    if (this.#socket.writableLength > this.#ctx.limits.writeHighWaterBytes) this.#socket.pause();
+    // Only a write that returned false is followed by a drain, so only then may reading stop.
+    const backlog =
+      !this.#writer.write(out) && this.#writer.queuedBytes > this.#ctx.limits.writeHighWaterBytes;
+    if (backlog && !this.#writesBacklogged) {
+      this.#writesBacklogged = true;
+      this.#socket.pause();
+    }
   };
+
+  /** Every reply written so far has reached the kernel. */
+  #drained(): void {
+    if (!this.#writesBacklogged) return;
+    this.#writesBacklogged = false;
+    if (!this.#readingPaused) this.#socket.resume();
+  }
 
   #onClose(): void {
     if (this.#closed) return;

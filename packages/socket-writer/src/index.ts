@@ -1,0 +1,1 @@
+export { SocketWriter, type SocketWriterOptions } from "./socket-writer.js";
