@@ -1,17 +1,18 @@
-import { createServer } from "node:net";
+import { createServer, type Socket } from "node:net";
+import { readIntoSharedBuffer, SocketWriter } from "@lock/socket-io";
 
 /**
  * The raw Node socket ceiling: a server that speaks just enough of the lock protocol to satisfy the
  * load generator (every `A key … id` gets `A key 1 id`, every `R key …` gets `R key 1`) with no engine,
- * no validation, and one write per chunk. lockd's throughput divided by
- * this is the share of a Node process's socket capacity that lockd keeps.
+ * no validation, and one write per chunk, over the same socket I/O as lockd (`@lock/socket-io`: reads
+ * into one shared buffer, writes straight into the handle). lockd's throughput divided by this is
+ * the share of a Node process's socket capacity that lockd keeps.
  */
-const server = createServer((socket) => {
-  socket.setNoDelay(true);
+function serve(accepted: Socket): void {
   let rest = "";
-  socket.setEncoding("latin1");
-  socket.on("data", (chunk: string) => {
-    const text = rest + chunk;
+  let writer: SocketWriter | undefined;
+  const receive = (chunk: Buffer) => {
+    const text = rest + chunk.toString("latin1");
     let out = "";
     let start = 0;
     for (let end = text.indexOf("\n", start); end >= 0; end = text.indexOf("\n", start)) {
@@ -21,10 +22,16 @@ const server = createServer((socket) => {
       start = end + 1;
     }
     rest = text.slice(start);
-    if (out) socket.write(out);
-  });
+    if (out) writer?.write(out);
+  };
+  const socket = readIntoSharedBuffer(accepted, receive) ?? accepted;
+  if (socket === accepted) socket.on("data", receive).resume();
+  socket.setNoDelay(true);
+  writer = new SocketWriter(socket, () => {});
   socket.on("error", () => {});
-});
+}
+
+const server = createServer({ pauseOnConnect: true }, serve);
 server.listen({ host: "127.0.0.1", port: 0 }, () => {
   const address = server.address();
   console.log(JSON.stringify({ port: typeof address === "object" && address ? address.port : 0 }));

@@ -8,7 +8,7 @@ import {
   ReplyDecoder,
   type Request,
 } from "@lock/protocol";
-import { SocketWriter } from "@lock/socket-writer";
+import { SocketWriter } from "@lock/socket-io";
 import { AuthError, LockServerError, NoServerError, ProtocolError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
 import { serverName, splitAddress } from "./options.js";

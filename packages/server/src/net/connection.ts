@@ -13,7 +13,7 @@ import {
   RequestDecoder,
   type RequestOp,
 } from "@lock/protocol";
-import { SocketWriter } from "@lock/socket-writer";
+import { SocketWriter } from "@lock/socket-io";
 import type { Cluster, PeerSession } from "../cluster/cluster.js";
 import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
@@ -68,7 +68,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
 
   /**
    * `reads`: "events" subscribes to the socket's 'data' (TLS); "external" means the caller passes
-   * each chunk to `receive()` (plain TCP read into a shared buffer, see shared-read.ts).
+   * each chunk to `receive()` (plain TCP read into a shared buffer, see @lock/socket-io).
    */
   constructor(socket: Socket, ctx: ConnectionContext, reads: "events" | "external" = "events") {
     this.#socket = socket;

@@ -1,6 +1,7 @@
 import { createServer as createTcpServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer } from "node:tls";
 import { encodeReply } from "@lock/protocol";
+import { readIntoSharedBuffer } from "@lock/socket-io";
 import { Cluster, type ClusterEvents } from "../cluster/cluster.js";
 import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../cluster/membership.js";
 import { Replicator } from "../cluster/replicator.js";
@@ -11,7 +12,6 @@ import { LockNode } from "../node.js";
 import type { ServerObserver } from "../observer.js";
 import { SecretChecker } from "./auth.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
-import { readIntoSharedBuffer } from "./shared-read.js";
 
 export interface TlsFiles {
   readonly cert: string | Buffer;

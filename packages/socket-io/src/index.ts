@@ -1,1 +1,2 @@
+export { readIntoSharedBuffer } from "./shared-read.js";
 export { SocketWriter, type SocketWriterOptions } from "./socket-writer.js";
