@@ -1,6 +1,7 @@
 import { connect as connectTcp, isIP, type Socket } from "node:net";
 import { type ConnectionOptions, connect as connectTls } from "node:tls";
 import { isPeerFrame, LineDecoder, type PeerFrame, parseRequestLine } from "@lock/protocol";
+import { SocketWriter } from "@lock/socket-io";
 
 export interface PeerLinkOptions {
   /** `host:port` to dial. */
@@ -31,6 +32,7 @@ export class PeerLink {
   readonly address: string;
   readonly #options: PeerLinkOptions;
   #socket: Socket | undefined;
+  #writer: SocketWriter | undefined;
   #connected = false;
   #out = "";
   #flushScheduled = false;
@@ -85,12 +87,15 @@ export class PeerLink {
         })
       : connectTcp({ host, port });
     this.#socket = socket;
+    // A slow peer is dropped past maxBufferedBytes, not waited for: nothing to do on a drain.
+    const writer = new SocketWriter(socket, () => {});
+    this.#writer = writer;
     socket.setNoDelay(true);
     const decoder = new LineDecoder();
     socket.once(this.#options.tls ? "secureConnect" : "connect", () => {
       this.#connected = true;
       const auth = this.#options.authToken === undefined ? "" : `H ${this.#options.authToken}\n`;
-      socket.write(auth + this.#options.hello());
+      writer.write(auth + this.#options.hello());
       this.#options.onConnect(this);
     });
     socket.on("data", (chunk: Buffer) => {
@@ -109,7 +114,10 @@ export class PeerLink {
       const wasConnected = this.#connected;
       this.#connected = false;
       this.#out = "";
-      if (this.#socket === socket) this.#socket = undefined;
+      if (this.#socket === socket) {
+        this.#socket = undefined;
+        this.#writer = undefined;
+      }
       if (wasConnected) this.#options.onDisconnect(this);
       if (!this.#closed) this.#retry = setTimeout(() => this.#dial(), this.#options.retryMs);
     });
@@ -117,11 +125,11 @@ export class PeerLink {
 
   readonly #flush = (): void => {
     this.#flushScheduled = false;
-    const socket = this.#socket;
-    if (!socket || !this.#connected || this.#out === "") return;
-    socket.write(this.#out);
+    const writer = this.#writer;
+    if (!writer || !this.#connected || this.#out === "") return;
+    writer.write(this.#out);
     this.#out = "";
-    if (socket.writableLength > this.#options.maxBufferedBytes) socket.destroy();
+    if (writer.queuedBytes > this.#options.maxBufferedBytes) this.#socket?.destroy();
   };
 }
 
