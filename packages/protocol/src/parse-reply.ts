@@ -1,4 +1,5 @@
 import type { DecodeError } from "./decode-error.js";
+import { fastReply } from "./fast-path.js";
 import { FieldReader, splitFields, unknownVerb, verbOf, withId } from "./field-reader.js";
 import { isValidAddress, isValidInfoName, isValidInfoValue, isValidNonce, toMessageText } from "./fields.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
@@ -23,6 +24,11 @@ import {
  * the verb field of `M`/`E`), so a client can still fail the right request.
  */
 export function parseReplyLine(line: string, limits: ProtocolLimits = DEFAULT_LIMITS): Reply | DecodeError {
+  return fastReply(line, limits.maxKeyBytes) ?? parseReplyFields(line, limits);
+}
+
+/** The general reply parser: every verb, every error. `parseReplyLine` tries the fast path first. */
+export function parseReplyFields(line: string, limits: ProtocolLimits = DEFAULT_LIMITS): Reply | DecodeError {
   const verb = verbOf(line);
   switch (verb) {
     case "A":

@@ -1,4 +1,5 @@
 import type { DecodeError } from "./decode-error.js";
+import { fastRequest } from "./fast-path.js";
 import { FieldReader, splitFields, unknownVerb, verbOf, withId } from "./field-reader.js";
 import { isValidNonce, isValidSecret } from "./fields.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
@@ -22,6 +23,14 @@ import type { PeerFrame } from "./peer.js";
  * length is the framing's business (LineDecoder); this checks the fields and the key limit.
  */
 export function parseRequestLine(
+  line: string,
+  limits: ProtocolLimits = DEFAULT_LIMITS,
+): Request | PeerFrame | DecodeError {
+  return fastRequest(line, limits.maxKeyBytes) ?? parseRequestFields(line, limits);
+}
+
+/** The general request parser: every verb, peer frames, every error. `parseRequestLine` tries the fast path first. */
+export function parseRequestFields(
   line: string,
   limits: ProtocolLimits = DEFAULT_LIMITS,
 ): Request | PeerFrame | DecodeError {
