@@ -153,15 +153,19 @@ function median(values: number[]): number {
  */
 async function throughput(): Promise<void> {
   const standbyCpu = process.env.BENCH_STANDBY_CPU ?? "1";
+  // Reused keys (one per in-flight slot) let replication fold a slot's changes into one frame when a
+  // standby falls behind; unique keys (BENCH_KEYS=unique) are the case where folding helps least.
+  const keys = process.env.BENCH_KEYS === "unique" ? "unique" : "reused";
   console.log(
-    `\n# throughput: 1024 in flight over 4 connections (server/active cpu 0, load cpu 1, standbys cpu ${standbyCpu})`,
+    `\n# throughput: 1024 in flight over 4 connections, ${keys} keys (server/active cpu 0, load cpu 1, standbys cpu ${standbyCpu})`,
   );
   const load = {
     mode: "cycle" as const,
     connections: 4,
     inflight: 256,
     durationMs: Number(process.env.BENCH_DURATION_MS ?? 3000),
-  };
+    keys,
+  } as const;
   let infoClients: LineClient[] = [];
   const single = await startLockd("0");
   const ports = [await freePort(), await freePort(), await freePort()];

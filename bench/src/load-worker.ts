@@ -15,6 +15,8 @@ interface Options {
   connections: number;
   inflight: number;
   durationMs: number;
+  /** `cycle` mode: "reused" (default) cycles one key per slot; "unique" takes a new key every cycle. */
+  keys?: "reused" | "unique";
 }
 
 const options = JSON.parse(process.argv[2] ?? "{}") as Options;
@@ -43,7 +45,11 @@ async function openConnection(index: number): Promise<void> {
       });
     }
   };
-  const keyFor = (slot: number) => (options.mode === "contend" ? "shared" : `c${index}s${slot}`);
+  let cycles = 0;
+  const keyFor = (slot: number) => {
+    if (options.mode === "contend") return "shared";
+    return options.keys === "unique" ? `c${index}s${slot}n${cycles++}` : `c${index}s${slot}`;
+  };
   const acquire = (slot: number) => {
     const key = keyFor(slot);
     sentAt.set(`${key} ${slot}`, performance.now());
@@ -60,7 +66,9 @@ async function openConnection(index: number): Promise<void> {
       if (fields[0] === "A") {
         const key = fields[1]!;
         const slot = Number((fields[3] ?? "r0").slice(1));
-        const began = sentAt.get(`${key} ${slot}`);
+        const sent = `${key} ${slot}`;
+        const began = sentAt.get(sent);
+        sentAt.delete(sent);
         if (measuring && began !== undefined) latencies.push(performance.now() - began);
         send(`R ${key} ${fields[2]}\n`);
         // The release reply is not needed to go on: the next acquire queues behind it in order.

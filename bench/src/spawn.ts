@@ -71,6 +71,7 @@ export async function runLoad(
     connections: number;
     inflight: number;
     durationMs: number;
+    keys?: "reused" | "unique";
   },
 ): Promise<LoadResult> {
   const child = spawnPinned(cpus, [join(BENCH_DIST, "load-worker.js"), JSON.stringify(options)]);

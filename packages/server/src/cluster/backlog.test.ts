@@ -46,6 +46,24 @@ describe("Backlog", () => {
     expect(backlog.changedSince(4, 2_000)).toEqual([{ peer: "F", seq: 5, key: "c", token: 8n }]);
   });
 
+  it("sends nothing for a lock taken and freed since the standby's last send, except a stamp", () => {
+    const backlog = new Backlog();
+    backlog.record({ peer: "G", seq: 1, key: "a", token: 1n, leaseMs: 1_000, id: undefined }, 1_000);
+    backlog.record({ peer: "F", seq: 2, key: "a", token: 1n }, 0);
+    backlog.record({ peer: "G", seq: 3, key: "b", token: 2n, leaseMs: 1_000, id: undefined }, 1_000);
+    backlog.record({ peer: "F", seq: 4, key: "b", token: 2n }, 0);
+    backlog.record({ peer: "G", seq: 5, key: "c", token: 3n, leaseMs: 1_000, id: undefined }, 1_000);
+    // Neither `a` nor `b` was ever held as far as a standby sent nothing since 0 knows.
+    expect(backlog.changedSince(0, 0)).toEqual([{ peer: "G", seq: 5, key: "c", token: 3n, leaseMs: 1_000 }]);
+    // One that was sent the grant of `a` (seq 1) must hear that it was freed.
+    expect(backlog.changedSince(1, 0).map((frame) => frame.key)).toEqual(["a", "c"]);
+    // With only such keys changed, one of their frees still carries the sequence number to acknowledge.
+    const quiet = new Backlog();
+    quiet.record({ peer: "G", seq: 7, key: "x", token: 9n, leaseMs: 1_000, id: undefined }, 1_000);
+    quiet.record({ peer: "F", seq: 8, key: "x", token: 9n }, 0);
+    expect(quiet.changedSince(6, 0)).toEqual([{ peer: "F", seq: 8, key: "x", token: 9n }]);
+  });
+
   it("sends a lease as what remains of it, never below zero", () => {
     const backlog = new Backlog();
     backlog.record({ peer: "G", seq: 1, key: "k", token: 1n, leaseMs: 1_000, id: undefined }, 1_000);

@@ -20,6 +20,13 @@ export type FoldedFrame = ReplicatedGrantFrame | ReplicatedFreeFrame;
 interface KeyState {
   /** Sequence number of the key's latest change. */
   seq: number;
+  /** Sequence number of the first change recorded since the entry was made. */
+  firstSeq: number;
+  /**
+   * Whether the key was held just before `firstSeq`. A grant always takes a free key (a handoff is
+   * a free, then a grant), so only an entry made by a grant starts from a free key.
+   */
+  heldBefore: boolean;
   held: boolean;
   token: bigint;
   /** Lease end on this node's clock: the remaining duration is computed when the frame is sent. */
@@ -58,7 +65,17 @@ export class Backlog {
     this.#lastSeq = seq;
     let state = this.#keys.get(key);
     if (state === undefined) {
-      state = this.#spare.pop() ?? { seq, held: false, token: 0n, deadline: 0, id: undefined };
+      state = this.#spare.pop() ?? {
+        seq,
+        firstSeq: seq,
+        heldBefore: false,
+        held: false,
+        token: 0n,
+        deadline: 0,
+        id: undefined,
+      };
+      state.firstSeq = seq;
+      state.heldBefore = change.peer !== "G";
       this.#keys.set(key, state);
     }
     state.seq = seq;
@@ -74,14 +91,23 @@ export class Backlog {
 
   /**
    * The state of every key changed after `since`, each frame stamped with the latest sequence
-   * number recorded: a standby's acknowledgement of it means it has caught up to there.
+   * number recorded: a standby's acknowledgement of it means it has caught up to there. A key that
+   * was free when the standby was last sent anything and is free again needs no frame: a lock taken
+   * and released meanwhile, the usual life of a lock on a key never used again, costs it nothing.
+   * If that leaves nothing to send, one such free (a no-op for the standby) still goes out: the
+   * standby acknowledges sequence numbers only as frames carry them.
    */
   changedSince(since: number, now: number): FoldedFrame[] {
     const seq = this.#lastSeq;
     const frames: FoldedFrame[] = [];
+    let skipped: string | undefined;
     for (const [key, state] of this.#keys) {
       if (state.seq <= since) continue;
       if (!state.held) {
+        if (!state.heldBefore && since < state.firstSeq) {
+          skipped = key;
+          continue;
+        }
         // The standby drops whatever it holds for the key (the token is informational).
         frames.push({ peer: "F", seq, key, token: state.token });
         continue;
@@ -92,6 +118,9 @@ export class Backlog {
           ? { peer: "G", seq, key, token: state.token, leaseMs }
           : { peer: "G", seq, key, token: state.token, leaseMs, id: state.id },
       );
+    }
+    if (frames.length === 0 && skipped !== undefined) {
+      frames.push({ peer: "F", seq, key: skipped, token: this.#keys.get(skipped)!.token });
     }
     return frames;
   }
