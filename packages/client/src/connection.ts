@@ -7,11 +7,12 @@ import {
   type Reply,
   ReplyDecoder,
   type Request,
+  splitAddress,
 } from "@lock/protocol";
 import { SocketWriter } from "@lock/socket-io";
 import { AuthError, LockServerError, NoServerError, ProtocolError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
-import { serverName, splitAddress } from "./options.js";
+import { serverName } from "./options.js";
 import { Outgoing, RequestQueue } from "./request-queue.js";
 import type { PoolSlot } from "./server-pool.js";
 import type { Timer, TimerQueue } from "./timers.js";

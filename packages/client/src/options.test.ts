@@ -1,14 +1,8 @@
+import { splitAddress } from "@lock/protocol";
 import { describe, expect, it } from "vitest";
 import { InvalidArgumentError } from "./errors.js";
 import { RequestIds } from "./ids.js";
-import {
-  checkDuration,
-  checkKey,
-  DEFAULT_OPTIONS,
-  resolveOptions,
-  serverName,
-  splitAddress,
-} from "./options.js";
+import { checkDuration, checkKey, DEFAULT_OPTIONS, resolveOptions, serverName } from "./options.js";
 
 describe("options", () => {
   it("fills in the documented defaults", () => {

@@ -107,14 +107,6 @@ export function checkDuration(name: string, ms: unknown, min: number): number {
   return ms;
 }
 
-/** `host:port` or `[v6]:port` to what `net.connect` wants. */
-export function splitAddress(address: string): { host: string; port: number } {
-  const colon = address.lastIndexOf(":");
-  const rawHost = address.slice(0, colon);
-  const host = rawHost.startsWith("[") ? rawHost.slice(1, -1) : rawHost;
-  return { host, port: Number(address.slice(colon + 1)) };
-}
-
 /** SNI takes host names only; Node warns when given an IP address. */
 export function serverName(host: string): string | undefined {
   return isIP(host) === 0 ? host : undefined;

@@ -1,3 +1,4 @@
+export { formatAddress, splitAddress } from "./address.js";
 export type { DecodeError } from "./decode-error.js";
 export { isDecodeError, toErrorReply } from "./decode-error.js";
 export { ReplyDecoder, RequestDecoder } from "./decoders.js";

@@ -1,3 +1,4 @@
+export { formatAddress } from "@lock/protocol";
 export type {
   AcquireInput,
   AcquireOutcome,
@@ -21,7 +22,7 @@ export {
 export type { ServerLimits } from "./limits.js";
 export { DEFAULT_SERVER_LIMITS, resolveLimits } from "./limits.js";
 export type { LockServerOptions, TlsFiles } from "./net/server.js";
-export { DEFAULT_PORT, formatAddress, LockServer } from "./net/server.js";
+export { DEFAULT_PORT, LockServer } from "./net/server.js";
 export type { AcquireSink, LockNodeOptions, NodeRole } from "./node.js";
 export { LockNode } from "./node.js";
 export type { ServerObserver } from "./observer.js";

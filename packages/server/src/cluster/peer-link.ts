@@ -1,6 +1,6 @@
 import { connect as connectTcp, isIP, type Socket } from "node:net";
 import { type ConnectionOptions, connect as connectTls } from "node:tls";
-import { isPeerFrame, LineDecoder, type PeerFrame, parseRequestLine } from "@lock/protocol";
+import { isPeerFrame, LineDecoder, type PeerFrame, parseRequestLine, splitAddress } from "@lock/protocol";
 import { SocketWriter } from "@lock/socket-io";
 
 export interface PeerLinkOptions {
@@ -131,10 +131,4 @@ export class PeerLink {
     this.#out = "";
     if (writer.queuedBytes > this.#options.maxBufferedBytes) this.#socket?.destroy();
   };
-}
-
-export function splitAddress(address: string): { host: string; port: number } {
-  const colon = address.lastIndexOf(":");
-  const host = address.slice(0, colon).replace(/^\[(.*)\]$/, "$1");
-  return { host, port: Number(address.slice(colon + 1)) };
 }

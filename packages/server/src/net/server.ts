@@ -1,6 +1,6 @@
 import { createServer as createTcpServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer } from "node:tls";
-import { encodeReply } from "@lock/protocol";
+import { encodeReply, formatAddress } from "@lock/protocol";
 import { readIntoSharedBuffer } from "@lock/socket-io";
 import { Cluster, type ClusterEvents } from "../cluster/cluster.js";
 import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../cluster/membership.js";
@@ -237,8 +237,4 @@ function refuse(socket: Socket, code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN"):
   socket.end(encodeReply({ kind: "E", op: "?", key: "-", code, message }));
   // Accepted paused: read (and drop) until the client closes, so the socket does close.
   socket.resume();
-}
-
-export function formatAddress(host: string, port: number): string {
-  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
 }
