@@ -1,11 +1,4 @@
-import { type DeadlineEntry, DeadlineHeap } from "@lock/deadline-heap";
-
-/** Monotonic milliseconds. Wall-clock time would jump with NTP and break lease arithmetic. */
-export interface Clock {
-  now(): number;
-}
-
-export const monotonicClock: Clock = { now: () => performance.now() };
+import { type Clock, type DeadlineEntry, DeadlineHeap, monotonicClock } from "@lock/deadline-heap";
 
 /** A pending callback; `cancel()` is idempotent and safe after it ran. */
 export interface Timer {

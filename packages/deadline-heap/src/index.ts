@@ -1,3 +1,5 @@
+export { type Clock, ManualClock, monotonicClock } from "./clock.js";
+
 /**
  * One timer structure for every deadline (lockd's leases and waits, the client's timers): an indexed
  * binary min-heap.
