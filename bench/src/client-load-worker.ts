@@ -1,5 +1,5 @@
 import { LockClient } from "@lock/client";
-import { measurementWindow } from "./report.js";
+import { measurementWindow, percentile } from "./report.js";
 
 /**
  * Client-library load generator, run as its own (pinned) process by bench/src/client-bench.ts.
@@ -95,18 +95,16 @@ running = false;
 await Promise.all(loops);
 await locker.close();
 
-const at = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 acquireLatencies.sort((a, b) => a - b);
 cycleLatencies.sort((a, b) => a - b);
 console.log(
   JSON.stringify({
     ops,
     seconds,
-    acquireP50: at(acquireLatencies, 50),
-    acquireP99: at(acquireLatencies, 99),
-    cycleP50: at(cycleLatencies, 50),
-    cycleP99: at(cycleLatencies, 99),
+    acquireP50: percentile(acquireLatencies, 50),
+    acquireP99: percentile(acquireLatencies, 99),
+    cycleP50: percentile(cycleLatencies, 50),
+    cycleP99: percentile(cycleLatencies, 99),
     samples: cycleLatencies.length,
   }),
 );

@@ -1,5 +1,5 @@
 import { connect, type Socket } from "node:net";
-import { measurementWindow } from "./report.js";
+import { measurementWindow, percentile } from "./report.js";
 
 /**
  * Raw-socket load generator, run as its own (pinned) process by the benchmark driver.
@@ -89,7 +89,13 @@ const seconds = await measurementWindow(options.durationMs, (on) => {
   measuring = on;
 });
 latencies.sort((a, b) => a - b);
-const at = (p: number) =>
-  latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? Number.NaN;
-console.log(JSON.stringify({ ops, seconds, p50: at(50), p99: at(99), samples: latencies.length }));
+console.log(
+  JSON.stringify({
+    ops,
+    seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    samples: latencies.length,
+  }),
+);
 process.exit(0);
