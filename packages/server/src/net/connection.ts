@@ -107,12 +107,12 @@ export class ClientConnection implements AcquireSink, PeerSession {
 
   granted(key: string, token: bigint, id: string | undefined): void {
     this.#pending -= 1;
-    this.#send(id === undefined ? { kind: "A", key, token } : { kind: "A", key, token, id });
+    this.#send({ kind: "A", key, token, id });
   }
 
   timedOut(key: string, id: string | undefined): void {
     this.#pending -= 1;
-    this.#send(id === undefined ? { kind: "T", key } : { kind: "T", key, id });
+    this.#send({ kind: "T", key, id });
   }
 
   /** A retry of one of our queued acquires (same id) took its place on another connection. */
@@ -127,7 +127,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
   shutdown(code: ErrorCode, message: string): void {
     if (this.#closing) return;
     for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
-      this.#send({ kind: "E", op: "A", key, ...(id === undefined ? {} : { id }), code, message });
+      this.#send({ kind: "E", op: "A", key, id, code, message });
     }
     this.#ctx.node.engine.closeSession(this.#session);
     this.#pending = 0;
@@ -161,9 +161,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
   redirectPending(address: string): void {
     for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
-      this.#send(
-        id === undefined ? { kind: "M", op: "A", key, address } : { kind: "M", op: "A", key, address, id },
-      );
+      this.#send({ kind: "M", op: "A", key, address, id });
     }
     this.#ctx.node.engine.closeSession(this.#session);
     this.#pending = 0;
@@ -235,11 +233,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
         });
         if (outcome.status === "granted") {
           if (!outcome.replayed) observer.granted(0);
-          this.#send(
-            id === undefined
-              ? { kind: "A", key, token: outcome.token }
-              : { kind: "A", key, token: outcome.token, id },
-          );
+          this.#send({ kind: "A", key, token: outcome.token, id });
         } else if (outcome.status === "queued") {
           this.#pending += 1;
           (outcome.displaced as ClientConnection | undefined)?.displaced();
@@ -262,13 +256,9 @@ export class ClientConnection implements AcquireSink, PeerSession {
         const outcome = engine.tryAcquire(key, request.leaseMs, id);
         if (outcome.status === "granted") {
           if (!outcome.replayed) observer.granted(0);
-          this.#send(
-            id === undefined
-              ? { kind: "Y", key, token: outcome.token }
-              : { kind: "Y", key, token: outcome.token, id },
-          );
+          this.#send({ kind: "Y", key, token: outcome.token, id });
         } else if (outcome.status === "busy") {
-          this.#send(id === undefined ? { kind: "N", key } : { kind: "N", key, id });
+          this.#send({ kind: "N", key, id });
         } else this.#error("Y", key, id, outcome.code, "the server holds too many keys");
         return;
       }
@@ -342,11 +332,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
     if (address === undefined) {
       this.#error(request.op, key, id, "NO_ACTIVE", "no active node is known yet; retry shortly");
     } else {
-      this.#send(
-        id === undefined
-          ? { kind: "M", op: request.op, key, address }
-          : { kind: "M", op: request.op, key, address, id },
-      );
+      this.#send({ kind: "M", op: request.op, key, address, id });
     }
   }
 
@@ -369,9 +355,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
 
   #error(op: RequestOp | "?", key: string, id: string | undefined, code: ErrorCode, message: string): void {
     this.#ctx.node.observer.error(code);
-    this.#send(
-      id === undefined ? { kind: "E", op, key, code, message } : { kind: "E", op, key, id, code, message },
-    );
+    this.#send({ kind: "E", op, key, id, code, message });
   }
 
   /** Sends a connection-ending error and closes once it is written. */
