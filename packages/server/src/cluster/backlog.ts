@@ -100,12 +100,14 @@ export class Backlog {
   changedSince(since: number, now: number): FoldedFrame[] {
     const seq = this.#lastSeq;
     const frames: FoldedFrame[] = [];
-    let skipped: string | undefined;
+    let skippedKey: string | undefined;
+    let skippedToken = 0n;
     for (const [key, state] of this.#keys) {
       if (state.seq <= since) continue;
       if (!state.held) {
         if (!state.heldBefore && since < state.firstSeq) {
-          skipped = key;
+          skippedKey = key;
+          skippedToken = state.token;
           continue;
         }
         // The standby drops whatever it holds for the key (the token is informational).
@@ -119,8 +121,8 @@ export class Backlog {
           : { peer: "G", seq, key, token: state.token, leaseMs, id: state.id },
       );
     }
-    if (frames.length === 0 && skipped !== undefined) {
-      frames.push({ peer: "F", seq, key: skipped, token: this.#keys.get(skipped)!.token });
+    if (frames.length === 0 && skippedKey !== undefined) {
+      frames.push({ peer: "F", seq, key: skippedKey, token: skippedToken });
     }
     return frames;
   }
