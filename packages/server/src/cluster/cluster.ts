@@ -1,5 +1,5 @@
 import type { ConnectionOptions } from "node:tls";
-import { encodePeer, type NodeRole, type PeerFrame } from "@lock/protocol";
+import { encodePeer, type NodeRole, type PeerFrame, tokenEpoch } from "@lock/protocol";
 import type { LockNode } from "../node.js";
 import { type ClusterTiming, type Decision, Membership, type PeerState } from "./membership.js";
 import { PeerLink } from "./peer-link.js";
@@ -320,11 +320,10 @@ export class Cluster {
 
   /** Becomes the active with an epoch above every epoch seen, so its tokens exceed all earlier ones. */
   #promote(reason: string): void {
-    const floor = [
-      this.membership.maxEpochSeen,
-      this.#node.epoch,
-      this.#node.engine.maxHeldToken() >> 40n,
-    ].reduce((a, b) => (a > b ? a : b));
+    let floor = this.membership.maxEpochSeen;
+    for (const epoch of [this.#node.epoch, tokenEpoch(this.#node.engine.maxHeldToken())]) {
+      if (epoch > floor) floor = epoch;
+    }
     const epoch = this.#node.takeEpoch(floor + 1n);
     this.membership.noteEpoch(epoch);
     this.#replicaOf = undefined;
@@ -338,14 +337,19 @@ export class Cluster {
 
   /** Steps down for a higher-priority active: its clients are redirected, its state dropped. */
   #demote(to: PeerState): void {
+    this.#stepDownTo(to.address, { keepTable: false });
+    this.counters.demotions += 1;
+    this.#events.roleChanged("standby", `a higher-priority active is live (${to.address})`, this.#node.epoch);
+  }
+
+  /** Stops being the active: nothing more is replicated, queued acquires go to `address`. */
+  #stepDownTo(address: string, { keepTable }: { keepTable: boolean }): void {
     this.#replicator.enabled = false;
     this.#replicator.stopAll();
     this.#node.setRole("standby", undefined);
-    this.#follow(to.address);
-    this.#hooks.redirectPending(to.address);
-    this.#node.engine.clear();
-    this.counters.demotions += 1;
-    this.#events.roleChanged("standby", `a higher-priority active is live (${to.address})`, this.#node.epoch);
+    this.#follow(address);
+    this.#hooks.redirectPending(address);
+    if (!keepTable) this.#node.engine.clear();
   }
 
   /**
@@ -366,13 +370,8 @@ export class Cluster {
         this.#node.setRole("active", this.membership.selfAddress);
         return;
       }
-      this.#replicator.enabled = false;
-      this.#replicator.stopAll();
-      this.#node.setRole("standby", undefined);
-      this.#follow(to.address);
-      this.#hooks.redirectPending(to.address);
       // The successor may already have sent its snapshot (on another connection): keep that one.
-      if (this.#replicaOf !== to.address) this.#node.engine.clear();
+      this.#stepDownTo(to.address, { keepTable: this.#replicaOf === to.address });
       this.#peerRoles.set(to.index, "active");
       to.role = "active";
       this.counters.handoffs += 1;
