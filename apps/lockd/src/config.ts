@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { formatAddress } from "@lock/protocol";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
 
@@ -206,8 +207,7 @@ export function parseConfig(
   const peers = peersText === undefined || peersText === "" ? undefined : peersText.split(",");
   if (peers) {
     for (const peer of peers) parseHostPort(peer, "--peers");
-    const self =
-      advertise ?? `${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${listen.port}`;
+    const self = advertise ?? formatAddress(listen.host, listen.port);
     if (!peers.includes(self)) {
       throw new ConfigError(
         `--peers must include this node's address ${self} (set --advertise if it differs from --listen)`,
