@@ -1,6 +1,6 @@
-import { assertResource } from "./resource.js";
+import { checkFenceInput } from "./fence-input.js";
 import type { FenceStore, FenceWrite } from "./store.js";
-import { type FencingTokenInput, parseToken } from "./token.js";
+import type { FencingTokenInput } from "./token.js";
 
 /**
  * Runs `write` only if `token` is not lower than the highest token `resource` has accepted (equal is
@@ -17,7 +17,6 @@ export async function fence<Tx, T>(
   token: FencingTokenInput,
   write: FenceWrite<Tx, T>,
 ): Promise<Awaited<T>> {
-  const presented = parseToken(token);
-  assertResource(resource);
-  return store.fence(resource, presented, write);
+  // The built-in stores check again (they can be called without fence()); a custom store may not.
+  return store.fence(resource, checkFenceInput(resource, token), write);
 }

@@ -1,5 +1,6 @@
 export { FENCE_ERROR_CODES, FenceError, type FenceErrorCode, StaleTokenError } from "./errors.js";
 export { fence } from "./fence.js";
+export { checkFenceInput } from "./fence-input.js";
 export { FENCING_TOKEN_HEADER, fencingHeaders, parseFencingHeader } from "./headers.js";
 export { type MemoryFenceTx, MemoryStore, memoryStore } from "./memory.js";
 export { assertResource, MAX_RESOURCE_LENGTH } from "./resource.js";

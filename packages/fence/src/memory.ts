@@ -1,5 +1,7 @@
 import { StaleTokenError } from "./errors.js";
+import { checkFenceInput } from "./fence-input.js";
 import { KeyedMutex } from "./keyed-mutex.js";
+import { assertResource } from "./resource.js";
 import type { FenceStore, FenceWrite } from "./store.js";
 
 /** What a write receives from the memory store. */
@@ -21,19 +23,21 @@ export class MemoryStore implements FenceStore<MemoryFenceTx> {
   readonly #accepted = new Map<string, bigint>();
   readonly #mutex = new KeyedMutex();
 
-  fence<T>(resource: string, token: bigint, write: FenceWrite<MemoryFenceTx, T>): Promise<Awaited<T>> {
+  async fence<T>(resource: string, token: bigint, write: FenceWrite<MemoryFenceTx, T>): Promise<Awaited<T>> {
+    const checked = checkFenceInput(resource, token);
     return this.#mutex.run(resource, async (): Promise<Awaited<T>> => {
       const previousToken = this.#accepted.get(resource);
-      if (previousToken !== undefined && token < previousToken) {
-        throw new StaleTokenError(resource, token, previousToken);
+      if (previousToken !== undefined && checked < previousToken) {
+        throw new StaleTokenError(resource, checked, previousToken);
       }
-      const result = await write({ resource, token, previousToken });
-      this.#accepted.set(resource, token);
+      const result = await write({ resource, token: checked, previousToken });
+      this.#accepted.set(resource, checked);
       return result;
     });
   }
 
   async current(resource: string): Promise<bigint | undefined> {
+    assertResource(resource);
     return this.#accepted.get(resource);
   }
 }

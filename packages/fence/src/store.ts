@@ -20,11 +20,15 @@ export interface FenceStore<Tx> {
    *
    * If `write` throws, its error is rethrown unchanged and the token is not advanced.
    *
-   * Inputs are already validated: call fence(), which checks the token and resource first.
+   * A store must not trust its inputs: it can be called without fence(), from plain JavaScript, with
+   * any value. Run checkFenceInput(resource, token) first, as fence() does, and use what it returns.
    */
   fence<T>(resource: string, token: bigint, write: FenceWrite<Tx, T>): Promise<Awaited<T>>;
 
-  /** The highest token `resource` has accepted, or undefined if it never accepted one. */
+  /**
+   * The highest token `resource` has accepted, or undefined if it never accepted one. Refuses a bad
+   * resource name (assertResource) like fence() does.
+   */
   current(resource: string): Promise<bigint | undefined>;
 }
 

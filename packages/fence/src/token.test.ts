@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FenceError } from "./errors.js";
+import { checkFenceInput } from "./fence-input.js";
 import { assertResource } from "./resource.js";
 import { MAX_TOKEN, parseToken } from "./token.js";
 
@@ -59,5 +60,15 @@ describe("assertResource", () => {
   });
   it("accepts any other text", () => {
     expect(() => assertResource("orders:42 ünïcode 'quoted'")).not.toThrow();
+  });
+});
+
+describe("checkFenceInput", () => {
+  it("returns the parsed token when the resource is usable", () => {
+    expect(checkFenceInput("orders:42", "18446744073709551615")).toBe(MAX_TOKEN);
+  });
+  it("refuses a bad token first, then a bad resource", () => {
+    expect(() => checkFenceInput("", 5)).toThrow(expect.objectContaining({ code: "FENCE_BAD_TOKEN" }));
+    expect(() => checkFenceInput("", 5n)).toThrow(expect.objectContaining({ code: "FENCE_BAD_RESOURCE" }));
   });
 });

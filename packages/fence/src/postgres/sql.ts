@@ -1,7 +1,7 @@
 /**
  * SQL text building. Identifiers (table, column names) come from configuration, so they are validated
  * as plain identifiers and always double-quoted; values go in as bound parameters, except in the
- * guard statement (see guard.ts) where one literal is escaped here.
+ * guard statement (see store.ts), whose resource literal is escaped here.
  */
 import { FenceError } from "../errors.js";
 

@@ -1,7 +1,7 @@
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { fence } from "../fence.js";
-import { describeFenceContract } from "../testing/contract.js";
+import { describeFenceContract, MALFORMED_RESOURCES, MALFORMED_TOKENS } from "../testing/contract.js";
 import { postgresFixture } from "../testing/fixtures.js";
 import { PG_URL, type PgSandbox, pgSandbox, selectTokens, uniqueName } from "../testing/sandbox.js";
 import { createFenceTable, PostgresStore } from "./index.js";
@@ -146,6 +146,32 @@ describe("PostgresStore", () => {
     expect(await store.current(resource)).toBe(42n);
     const { rows } = await sandbox.pool.query(`SELECT resource FROM ${store.table} WHERE token = 42`);
     expect(rows.map((row) => row.resource)).toContain(resource);
+  });
+
+  it("refuses malformed input called directly, so SQL in a token never runs and nothing is written", async () => {
+    const victim = sandbox.table(uniqueName("victim"));
+    await sandbox.pool.query(`CREATE TABLE ${victim} (id int)`);
+    const resource = uniqueName("injection");
+    const fenceRows = async () =>
+      (await sandbox.pool.query(`SELECT count(*)::int AS n FROM ${store.table}`)).rows[0].n;
+    const rowsBefore = await fenceRows();
+    const injection = `1); DROP TABLE ${victim}; COMMIT; --`;
+    const write = vi.fn((tx: pg.ClientBase) => insertLog(tx, resource, 1n));
+    for (const bad of [injection, ...MALFORMED_TOKENS]) {
+      await expect(store.fence(resource, bad as bigint, write)).rejects.toMatchObject({
+        code: "FENCE_BAD_TOKEN",
+      });
+    }
+    for (const bad of MALFORMED_RESOURCES) {
+      await expect(store.fence(bad as string, 1n, write)).rejects.toMatchObject({
+        code: "FENCE_BAD_RESOURCE",
+      });
+    }
+    expect(write).not.toHaveBeenCalled();
+    const { rows } = await sandbox.pool.query("SELECT to_regclass($1) IS NOT NULL AS present", [victim]);
+    expect(rows[0].present).toBe(true);
+    expect(await fenceRows()).toBe(rowsBefore);
+    expect(await logged(resource)).toEqual([]);
   });
 
   it("refuses unusable options", () => {

@@ -1,6 +1,8 @@
 import type { ClientBase, Pool, PoolClient, QueryResult } from "pg";
 import { FenceError, StaleTokenError } from "../errors.js";
+import { checkFenceInput } from "../fence-input.js";
 import { KeyedMutex } from "../keyed-mutex.js";
+import { assertResource } from "../resource.js";
 import type { FenceStore, FenceWrite } from "../store.js";
 import type { Queryable } from "./queryable.js";
 import { DEFAULT_FENCE_TABLE } from "./schema.js";
@@ -67,14 +69,18 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
     token: bigint,
     write: FenceWrite<PostgresFenceTx, T>,
   ): Promise<Awaited<T>> {
+    // Checked here, not only in fence(): the guard below is SQL text, and a caller that passed a string
+    // token straight to the store once ran `1); DROP TABLE ...` through it.
+    const checkedToken = checkFenceInput(resource, token);
     const { client, release } = await this.#connect();
     let broken: Error | undefined;
     try {
-      // BEGIN and the guard share one round trip (a multi-statement simple query cannot take
-      // parameters, hence the literals: the token is a validated integer, the resource is escaped).
+      // BEGIN and the guard share one round trip. A multi-statement simple query cannot take
+      // parameters, so two values are literals, both produced by the check above: the token is the
+      // text of a bigint (digits only), the resource is escaped like PQescapeLiteral.
       const guard = (await client.query(
         `BEGIN; INSERT INTO ${this.table} AS fence (resource, token) ` +
-          `VALUES (${quoteLiteral(resource)}, ${token}) ` +
+          `VALUES (${quoteLiteral(resource)}, ${checkedToken.toString()}) ` +
           "ON CONFLICT (resource) DO UPDATE SET token = excluded.token, updated_at = now() " +
           "WHERE fence.token <= excluded.token RETURNING 1",
       )) as unknown as QueryResult[];
@@ -86,7 +92,7 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
       if (guard[1]?.rowCount !== 1) {
         // The row is locked by our upsert, so this reads the token that refused us.
         const current = await selectToken(client, this.table, resource);
-        throw new StaleTokenError(resource, token, current ?? 0n);
+        throw new StaleTokenError(resource, checkedToken, current ?? 0n);
       }
       const result = await write(client);
       const commit = await client.query("COMMIT");
@@ -113,7 +119,8 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
     }
   }
 
-  current(resource: string): Promise<bigint | undefined> {
+  async current(resource: string): Promise<bigint | undefined> {
+    assertResource(resource);
     return selectToken(this.#reader, this.table, resource);
   }
 }

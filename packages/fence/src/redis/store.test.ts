@@ -1,8 +1,8 @@
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { StaleTokenError } from "../errors.js";
 import { fence } from "../fence.js";
-import { describeFenceContract } from "../testing/contract.js";
+import { describeFenceContract, MALFORMED_RESOURCES, MALFORMED_TOKENS } from "../testing/contract.js";
 import { redisFixture } from "../testing/fixtures.js";
 import { REDIS_URL, type RedisSandbox, redisSandbox, uniqueName } from "../testing/sandbox.js";
 import { LuaScript, type RedisFenceTx, RedisStore } from "./index.js";
@@ -148,6 +148,26 @@ describe("RedisStore", () => {
     expect(await script.run(sandbox.client, [key("k")], ["!"])).toBe(`${key("k")}!`);
     expect(await cached()).toBe(1);
     expect(await script.run(sandbox.client, [key("k")], ["?"])).toBe(`${key("k")}?`);
+  });
+
+  it("refuses malformed input called directly, writing no key at all", async () => {
+    const ownPrefix = `${sandbox.prefix}${uniqueName("unchecked")}:`;
+    const unchecked = new RedisStore({ client: sandbox.client, keyPrefix: `${ownPrefix}fence:` });
+    const write = vi.fn((tx: RedisFenceTx) => tx.call("SET", `${ownPrefix}data`, "written"));
+    for (const bad of MALFORMED_TOKENS) {
+      await expect(unchecked.fence("order", bad as bigint, write)).rejects.toMatchObject({
+        code: "FENCE_BAD_TOKEN",
+      });
+    }
+    for (const bad of MALFORMED_RESOURCES) {
+      await expect(unchecked.fence(bad as string, 1n, write)).rejects.toMatchObject({
+        code: "FENCE_BAD_RESOURCE",
+      });
+    }
+    expect(write).not.toHaveBeenCalled();
+    expect(await sandbox.client.keys(`${ownPrefix}*`)).toEqual([]);
+    // The resource still works: no unparsable token was left behind.
+    await expect(fence(unchecked, "order", 1n, () => "ok")).resolves.toBe("ok");
   });
 
   it("refuses an empty key prefix", () => {

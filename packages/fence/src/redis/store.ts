@@ -1,5 +1,7 @@
 import { types } from "node:util";
 import { FenceError, StaleTokenError } from "../errors.js";
+import { checkFenceInput } from "../fence-input.js";
+import { assertResource } from "../resource.js";
 import type { FenceStore, FenceWrite } from "../store.js";
 import { CommandBatch, type RedisFenceTx } from "./batch.js";
 import type { RedisArg } from "./commands.js";
@@ -48,6 +50,9 @@ export class RedisStore implements FenceStore<RedisFenceTx> {
   }
 
   async fence<T>(resource: string, token: bigint, write: FenceWrite<RedisFenceTx, T>): Promise<Awaited<T>> {
+    // Checked here, not only in fence(): the script stores ARGV[1] as the token, and an unchecked
+    // "abc" once made every later fence() on the resource throw a SyntaxError.
+    const checkedToken = checkFenceInput(resource, token);
     if (types.isAsyncFunction(write)) {
       throw new FenceError(
         "FENCE_BAD_WRITE",
@@ -59,7 +64,7 @@ export class RedisStore implements FenceStore<RedisFenceTx> {
     try {
       result = write(batch);
       batch.seal();
-      batch.resolve(await this.#runScript(resource, token, batch));
+      batch.resolve(await this.#runScript(resource, checkedToken, batch));
     } catch (error) {
       // Whether the write threw or the script refused: every reply promise settles with the reason.
       batch.seal();
@@ -70,6 +75,7 @@ export class RedisStore implements FenceStore<RedisFenceTx> {
   }
 
   async current(resource: string): Promise<bigint | undefined> {
+    assertResource(resource);
     const stored = await this.#client.get(this.keyPrefix + resource);
     return stored === null ? undefined : BigInt(stored);
   }

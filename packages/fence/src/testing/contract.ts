@@ -4,7 +4,7 @@
  * a property over the whole range, and a race of parallel writers checked on the applied sequence.
  */
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FenceError, StaleTokenError } from "../errors.js";
 import { fence } from "../fence.js";
 import type { FenceStore } from "../store.js";
@@ -53,6 +53,26 @@ export function storeParticipants<Tx>(
     applied: () => fixture.readLog(resource),
   };
 }
+
+/**
+ * What plain JavaScript can hand a store that fence() would refuse. The SQL text targets a table that
+ * does not exist, so a store that still interpolated it would fail the test without harming the
+ * shared server; postgres/store.test.ts aims the same text at a real table.
+ */
+export const MALFORMED_TOKENS: readonly unknown[] = [
+  `1); DROP TABLE IF EXISTS ${uniqueName("no_such_table")}; COMMIT; --`,
+  "abc",
+  "007",
+  "-1",
+  5,
+  1.5,
+  -1n,
+  MAX_TOKEN + 1n,
+  null,
+  undefined,
+];
+
+export const MALFORMED_RESOURCES: readonly unknown[] = ["", "x".repeat(513), "a\u0000b", 42, undefined];
 
 export function describeFenceContract<Tx>(name: string, setup: () => Promise<ContractFixture<Tx>>): void {
   describe(`${name}: the FenceStore contract`, () => {
@@ -111,6 +131,29 @@ export function describeFenceContract<Tx>(name: string, setup: () => Promise<Con
         const attempt = fence(fixture.store, resource, bad as bigint, () => "never");
         await expect(attempt).rejects.toMatchObject({ name: "FenceError", code: "FENCE_BAD_TOKEN" });
         await expect(attempt).rejects.toBeInstanceOf(FenceError);
+      }
+      expect(await fixture.store.current(resource)).toBeUndefined();
+    });
+
+    it("refuses a malformed token or resource in the store itself, without fence(), calling nothing", async () => {
+      const resource = uniqueName("unchecked");
+      for (const bad of MALFORMED_TOKENS) {
+        const write = vi.fn(() => "never");
+        const attempt = fixture.store.fence(resource, bad as bigint, write);
+        await expect(attempt, String(bad)).rejects.toMatchObject({
+          name: "FenceError",
+          code: "FENCE_BAD_TOKEN",
+        });
+        expect(write).not.toHaveBeenCalled();
+      }
+      for (const bad of MALFORMED_RESOURCES) {
+        const write = vi.fn(() => "never");
+        const attempt = fixture.store.fence(bad as string, 1n, write);
+        await expect(attempt).rejects.toMatchObject({ name: "FenceError", code: "FENCE_BAD_RESOURCE" });
+        expect(write).not.toHaveBeenCalled();
+        await expect(fixture.store.current(bad as string)).rejects.toMatchObject({
+          code: "FENCE_BAD_RESOURCE",
+        });
       }
       expect(await fixture.store.current(resource)).toBeUndefined();
     });
