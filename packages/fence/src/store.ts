@@ -13,10 +13,12 @@ export interface FenceStore<Tx> {
   /**
    * Atomically: read the highest token `resource` has accepted; if `token` is lower, throw
    * StaleTokenError and apply nothing of `write`; otherwise apply `write(tx)` and record `token` as the
-   * highest accepted. (Transactional stores check before calling `write`; the Redis store calls it
-   * first to collect its command batch, and discards the batch when the token is stale.) The check, the advance and the write take effect together or not at all, and
-   * concurrent calls for one resource behave as if they ran one after another (a stale writer that
-   * races a newer one waits for it, then fails).
+   * highest accepted. `write` is not called for a token that is already stale. (Transactional stores
+   * check under a lock before calling it. The Redis store reads the token first, then calls `write` to
+   * collect its command batch, and its script checks again: a token that turns stale between the two
+   * gets `write` called and its batch discarded.) The check, the advance and the write take effect
+   * together or not at all, and concurrent calls for one resource behave as if they ran one after
+   * another (a stale writer that races a newer one waits for it, then fails).
    *
    * If `write` throws, its error is rethrown unchanged and the token is not advanced.
    *

@@ -5,7 +5,7 @@ import { fence } from "../fence.js";
 import { describeFenceContract, MALFORMED_RESOURCES, MALFORMED_TOKENS } from "../testing/contract.js";
 import { redisFixture } from "../testing/fixtures.js";
 import { REDIS_URL, type RedisSandbox, redisSandbox, uniqueName } from "../testing/sandbox.js";
-import { LuaScript, type RedisFenceTx, RedisStore } from "./index.js";
+import { LuaScript, type RedisFenceClient, type RedisFenceTx, RedisStore } from "./index.js";
 
 describeFenceContract("redis", redisFixture);
 
@@ -38,19 +38,6 @@ describe("RedisStore", () => {
     expect(await sandbox.client.get(`${keyPrefix}${resource}`)).toBe("18446744073709551615");
   });
 
-  it("rejects the replies of a refused batch, as fence() does", async () => {
-    const { resource, data } = fresh("refused");
-    await fence(store, resource, 5n, () => undefined);
-    let reply: Promise<unknown> | undefined;
-    await expect(
-      fence(store, resource, 4n, (tx) => {
-        reply = tx.call("SET", data, "late");
-      }),
-    ).rejects.toBeInstanceOf(StaleTokenError);
-    await expect(reply).rejects.toBeInstanceOf(StaleTokenError);
-    expect(await sandbox.client.exists(data)).toBe(0);
-  });
-
   const refusedBeforeSending: [string, (tx: RedisFenceTx, data: string) => unknown][] = [
     ["a command outside the allowed set", (tx, data) => tx.call("FLUSHALL" as never, data)],
     ["a read command", (tx, data) => tx.call("GET" as never, data)],
@@ -70,6 +57,31 @@ describe("RedisStore", () => {
       expect(await store.current(resource)).toBeUndefined();
     });
   }
+
+  it("calls the write when the token turns stale between its read and the script, applies none of it", async () => {
+    const { resource, data } = fresh("race");
+    await fence(store, resource, 3n, () => undefined);
+    // A newer holder records 10 right after this store's read of the fence key, before its script runs.
+    const racing: RedisFenceClient = {
+      get: async (fenceKey) => {
+        const seen = await sandbox.client.get(fenceKey);
+        await sandbox.client.set(fenceKey, "10");
+        return seen;
+      },
+      evalsha: (...args) => sandbox.client.evalsha(...args),
+      eval: (...args) => sandbox.client.eval(...args),
+    };
+    let reply: Promise<unknown> | undefined;
+    const write = vi.fn((tx: RedisFenceTx) => {
+      reply = tx.call("SET", data, "written with 5");
+    });
+    const attempt = fence(new RedisStore({ client: racing, keyPrefix }), resource, 5n, write);
+    await expect(attempt).rejects.toMatchObject({ code: "FENCE_STALE_TOKEN", currentToken: 10n });
+    expect(write).toHaveBeenCalledOnce(); // the read saw 3, so the write ran and queued its command
+    await expect(reply).rejects.toBeInstanceOf(StaleTokenError); // its reply settles like fence()
+    expect(await sandbox.client.exists(data)).toBe(0); // the script saw 10 and applied nothing
+    expect(await store.current(resource)).toBe(10n);
+  });
 
   it("refuses a batch that would hit a key of the wrong type, writing nothing", async () => {
     const { resource, data } = fresh("wrongtype");

@@ -27,6 +27,13 @@ const FENCE_SCRIPT = new LuaScript(FENCE_LUA);
  * Fences writes in Redis with one Lua script: the token check, the batched commands and the token
  * advance run as one atomic step, so no other client's command can come between them.
  *
+ * Before that, one GET of the fence key: a token that is already stale is refused there, and the write
+ * is never called. The GET is only a pre-check; the script decides. A newer token recorded between the
+ * GET and the script (another holder's fence() in that gap) means the write was called and queued its
+ * commands, and the script then refuses the batch: none of it runs, fence() rejects with
+ * StaleTokenError. Redis cannot run the JavaScript write inside its atomic step, so a write should only
+ * queue commands; any other side effect of it can still happen for a token that loses that race.
+ *
  * The write queues commands on the RedisFenceTx (see RedisFenceTx.call and commands.ts for the allowed
  * set) synchronously; they run when the write returns, so async writes are refused. The one caveat Redis
  * leaves: a command that fails while the script runs (INCR on a non-numeric string, out of memory)
@@ -59,6 +66,10 @@ export class RedisStore implements FenceStore<RedisFenceTx> {
         "a fenced Redis write must queue its commands synchronously; pass a plain (non-async) function",
       );
     }
+    const current = await this.#currentToken(resource);
+    if (current !== undefined && checkedToken < current) {
+      throw new StaleTokenError(resource, checkedToken, current);
+    }
     const batch = new CommandBatch(this.keyPrefix);
     let result: T;
     try {
@@ -76,6 +87,10 @@ export class RedisStore implements FenceStore<RedisFenceTx> {
 
   async current(resource: string): Promise<bigint | undefined> {
     assertResource(resource);
+    return this.#currentToken(resource);
+  }
+
+  async #currentToken(resource: string): Promise<bigint | undefined> {
     const stored = await this.#client.get(this.keyPrefix + resource);
     return stored === null ? undefined : BigInt(stored);
   }

@@ -109,6 +109,15 @@ export function describeFenceContract<Tx>(name: string, setup: () => Promise<Con
       expect(await fixture.store.current(resource)).toBe(10n);
     });
 
+    it("does not call the write at all for a token that is already stale", async () => {
+      const resource = uniqueName("stale-write");
+      await fencedAppend(fixture, fixture.store, resource, 10n);
+      const write = vi.fn((tx: Tx) => fixture.appendLog(tx, resource, 9n));
+      await expect(fence(fixture.store, resource, 9n, write)).rejects.toBeInstanceOf(StaleTokenError);
+      expect(write).not.toHaveBeenCalled();
+      expect(await fixture.readLog(resource)).toEqual([10n]);
+    });
+
     it("leaves no token advance (and no write, where it can undo it) when the write throws", async () => {
       const resource = uniqueName("throws");
       await fencedAppend(fixture, fixture.store, resource, 5n);
