@@ -6,6 +6,7 @@ import { assertResource } from "../resource.js";
 import type { FenceStore, FenceWrite } from "../store.js";
 import type { Queryable } from "./queryable.js";
 import { DEFAULT_FENCE_TABLE } from "./schema.js";
+import { CALLER_TRANSACTION, type FenceScope, inTransactionBlock, OWN_TRANSACTION } from "./scope.js";
 import { quoteLiteral, quoteQualifiedName } from "./sql.js";
 
 /** What a write receives: the connection with the fence transaction open on it. */
@@ -14,7 +15,11 @@ export type PostgresFenceTx = ClientBase;
 export interface PostgresStoreOptions {
   /** Each fence() call checks out its own connection, so calls for different resources run in parallel. */
   pool?: Pool;
-  /** One connection shared by every call: fence() calls queue up and run one transaction at a time. */
+  /**
+   * One connection shared by every call: fence() calls queue up and run one at a time. If the caller
+   * has a transaction open on it, fence() runs inside that transaction, in a savepoint, and the
+   * caller's COMMIT or ROLLBACK decides the write and the token (see scope.ts).
+   */
   client?: ClientBase;
   /** The fence table, "name" or "schema.name" (created by createFenceTable). Default "lock_fence". */
   table?: string;
@@ -22,6 +27,8 @@ export interface PostgresStoreOptions {
 
 interface Connection {
   client: ClientBase;
+  /** Our own transaction, or a savepoint in the one the caller has open on `client`. */
+  scope: FenceScope;
   /** Give the connection back; `broken` asks the pool to discard it rather than reuse it. */
   release(broken?: Error): void;
 }
@@ -33,6 +40,9 @@ interface Connection {
  *          WHERE fence.token <= excluded.token RETURNING 1      -- one round trip
  *   <your statements on the same client>
  *   COMMIT                                                      -- or ROLLBACK on any error
+ *
+ * On a `{ client }` the caller has a transaction open on, SAVEPOINT / RELEASE SAVEPOINT / ROLLBACK TO
+ * SAVEPOINT take the places of BEGIN / COMMIT / ROLLBACK (scope.ts).
  *
  * The upsert locks the resource's row (also when its WHERE refuses the update), so a concurrent writer
  * for the same resource waits until this transaction ends and then re-evaluates against the committed
@@ -57,7 +67,7 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
     } else if (client && !pool) {
       // A pg.Client runs one transaction at a time, so calls queue on a mutex instead of interleaving.
       const mutex = new KeyedMutex();
-      this.#connect = async () => ({ client, release: await mutex.lock("") });
+      this.#connect = () => sharedConnection(client, mutex);
       this.#reader = { query: (text, values) => mutex.run("", () => client.query(text, values)) };
     } else {
       throw new FenceError("FENCE_BAD_OPTIONS", "postgresStore() needs exactly one of `pool` or `client`");
@@ -72,14 +82,15 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
     // Checked here, not only in fence(): the guard below is SQL text, and a caller that passed a string
     // token straight to the store once ran `1); DROP TABLE ...` through it.
     const checkedToken = checkFenceInput(resource, token);
-    const { client, release } = await this.#connect();
+    const { client, scope, release } = await this.#connect();
     let broken: Error | undefined;
+    let rollbackDue = true;
     try {
-      // BEGIN and the guard share one round trip. A multi-statement simple query cannot take
+      // BEGIN (or SAVEPOINT) and the guard share one round trip. A multi-statement simple query cannot take
       // parameters, so two values are literals, both produced by the check above: the token is the
       // text of a bigint (digits only), the resource is escaped like PQescapeLiteral.
       const guard = (await client.query(
-        `BEGIN; INSERT INTO ${this.table} AS fence (resource, token) ` +
+        `${scope.open}; INSERT INTO ${this.table} AS fence (resource, token) ` +
           `VALUES (${quoteLiteral(resource)}, ${checkedToken.toString()}) ` +
           "ON CONFLICT (resource) DO UPDATE SET token = excluded.token, updated_at = now() " +
           "WHERE fence.token <= excluded.token RETURNING 1",
@@ -95,20 +106,20 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
         throw new StaleTokenError(resource, checkedToken, current ?? 0n);
       }
       const result = await write(client);
-      const commit = await client.query("COMMIT");
-      if (commit.command === "ROLLBACK") {
-        // A statement failed and the write caught its error: Postgres answers COMMIT on the aborted
-        // transaction by rolling back, silently. Neither the write nor the token took effect.
+      if (!(await scope.commit(client))) {
+        // A statement failed and the write caught its error, so Postgres had aborted the transaction
+        // (or the caller's, back to our savepoint): neither the write nor the token took effect.
+        rollbackDue = false;
         throw new FenceError(
           "FENCE_WRITE_FAILED",
-          `the fenced write to ${JSON.stringify(resource)} swallowed a failed statement; the transaction ` +
-            "was rolled back, nothing was written and the token was not advanced",
+          `the fenced write to ${JSON.stringify(resource)} swallowed a failed statement; it was rolled ` +
+            "back, nothing was written and the token was not advanced",
         );
       }
       return result;
     } catch (error) {
       try {
-        await client.query("ROLLBACK");
+        if (rollbackDue) await client.query(scope.rollback);
       } catch (rollbackError) {
         // The connection is in an unknown state (dropped, or mid-protocol): never reuse it.
         broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
@@ -130,7 +141,22 @@ export function postgresStore(options: PostgresStoreOptions): PostgresStore {
 }
 
 function poolConnection(client: PoolClient): Connection {
-  return { client, release: (broken) => client.release(broken) };
+  // Checked out by us, so no transaction of the caller's can be open on it.
+  return { client, scope: OWN_TRANSACTION, release: (broken) => client.release(broken) };
+}
+
+/** The caller's client, once it is our turn; the caller may have a transaction open on it. */
+async function sharedConnection(client: ClientBase, mutex: KeyedMutex): Promise<Connection> {
+  const release = await mutex.lock("");
+  try {
+    const scope = (await inTransactionBlock(client)) ? CALLER_TRANSACTION : OWN_TRANSACTION;
+    // Never "broken": the client is the caller's to end, not ours.
+    return { client, scope, release: () => release() };
+  } catch (error) {
+    // An aborted caller transaction fails the probe (25P02): passed on, the transaction left to them.
+    release();
+    throw error;
+  }
 }
 
 async function selectToken(db: Queryable, table: string, resource: string): Promise<bigint | undefined> {
