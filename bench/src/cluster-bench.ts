@@ -15,7 +15,7 @@ const DEFAULT_TIMING = ["--heartbeat-interval", "0.1", "--peer-timeout", "0.5"];
 
 async function startCluster(nodes: number): Promise<LockdCluster> {
   const cluster = await LockdCluster.start({ nodes, args: DEFAULT_TIMING });
-  await cluster.nodes[0]!.waitForRole("active", { since: 0 });
+  await cluster.nodes[0]!.waitForServing({ since: 0 });
   await Promise.all(
     cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
   );
@@ -27,7 +27,7 @@ async function restartTopNode(cluster: LockdCluster): Promise<void> {
   const since = cluster.nodes[0]!.logs.length;
   const followers = cluster.nodes.slice(1).map((node) => node.logs.length);
   await cluster.restart(0);
-  await cluster.nodes[0]!.waitForRole("active", { since });
+  await cluster.nodes[0]!.waitForServing({ since });
   await Promise.all(
     cluster.nodes
       .slice(1)
@@ -96,7 +96,7 @@ async function handoff(): Promise<void> {
     const sinceOld = old.logs.length;
     const since = successor.logs.length;
     await old.stop();
-    const promoted = await successor.waitForRole("active", { since });
+    const promoted = await successor.waitForServing({ since });
     const stopping = old.logs.slice(sinceOld).find((entry) => entry.msg === "stopping")!;
     return (promoted.time as number) - (stopping.time as number);
   });

@@ -17,7 +17,7 @@ afterEach(async () => {
 async function start(nodes: number): Promise<LockdCluster> {
   const cluster = await LockdCluster.start({ nodes });
   clusters.push(cluster);
-  await cluster.nodes[0]!.waitForRole("active", { since: 0 });
+  await cluster.nodes[0]!.waitForServing({ since: 0 });
   await Promise.all(
     cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
   );
@@ -83,7 +83,7 @@ describe("lockd cluster", () => {
     await cluster.nodes[0]!.kill("SIGKILL");
     await burst.closed;
     for (const line of burst.buffered) if (line.startsWith("A ")) tokens.push(tokenOf(line));
-    await cluster.nodes[1]!.waitForRole("active", { since });
+    await cluster.nodes[1]!.waitForServing({ since });
 
     const before = tokens.reduce((a, b) => (a > b ? a : b));
     expect(await grant(cluster, 1, "after:1")).toBeGreaterThan(before);
@@ -108,7 +108,7 @@ describe("lockd cluster", () => {
     // The queued acquires come back as redirects to the successor, not as errors.
     expect(await waiter.next()).toBe(`M A k ${cluster.advertised(1)} w1`);
     expect(await waiter.next()).toBe(`M A k ${cluster.advertised(1)} w2`);
-    await cluster.nodes[1]!.waitForRole("active", { since });
+    await cluster.nodes[1]!.waitForServing({ since });
     expect(await stopped).toEqual({ code: 0, signal: null });
     // The successor has the holder table: the holder releases there and a re-sent waiter gets the key.
     const moved = await connect(cluster, 1);
@@ -126,12 +126,12 @@ describe("lockd cluster", () => {
     await grant(cluster, 0, "early");
     let since = cluster.nodes[1]!.logs.length;
     await cluster.nodes[0]!.kill("SIGKILL");
-    await cluster.nodes[1]!.waitForRole("active", { since });
+    await cluster.nodes[1]!.waitForServing({ since });
     const onSecond = await grant(cluster, 1, "second");
     since = cluster.nodes[0]!.logs.length;
     const sinceSecond = cluster.nodes[1]!.logs.length;
     await cluster.restart(0);
-    await cluster.nodes[0]!.waitForRole("active", { since });
+    await cluster.nodes[0]!.waitForServing({ since });
     await cluster.nodes[1]!.waitForRole("standby", { since: sinceSecond });
     const client = await connect(cluster, 0);
     // The lock granted by node 1 while node 0 was down survived the takeover.
@@ -144,7 +144,7 @@ describe("lockd cluster", () => {
     let since = cluster.nodes[1]!.logs.length;
     cluster.isolate(0);
     cluster.isolate(1);
-    await cluster.nodes[1]!.waitForRole("active", { since });
+    await cluster.nodes[1]!.waitForServing({ since });
     // Both sides grant the same key while split.
     const left = await grant(cluster, 0, "split");
     const right = await grant(cluster, 1, "split");
@@ -200,7 +200,7 @@ describe("lockd cluster", () => {
 
     const since = standby.logs.length;
     await cluster.nodes[0]!.kill("SIGKILL");
-    await standby.waitForRole("active", { since });
+    await standby.waitForServing({ since });
     const promoted = await connect(cluster, 1);
     for (const i of [0, 1, 2, 3, 1998, 2997, 2998, 2999]) {
       if (i % 4 === 3) expect(await promoted.request(`Y ${keys[i]} 30`)).toMatch(/^Y fold:\d+ \d+$/);
@@ -212,7 +212,7 @@ describe("lockd cluster", () => {
     const cluster = await start(3);
     const since = cluster.nodes[2]!.logs.length;
     await Promise.all([cluster.nodes[0]!.kill("SIGKILL"), cluster.nodes[1]!.kill("SIGKILL")]);
-    await cluster.nodes[2]!.waitForRole("active", { since });
+    await cluster.nodes[2]!.waitForServing({ since });
     expect(await grant(cluster, 2, "alone")).toBeGreaterThan(0n);
   });
 });
@@ -234,7 +234,7 @@ describe("lockd cluster over TLS with an auth token", () => {
         env: { LOCKD_AUTH_TOKEN: "cluster-secret" },
       });
       clusters.push(cluster);
-      await cluster.nodes[0]!.waitForRole("active", { since: 0 });
+      await cluster.nodes[0]!.waitForServing({ since: 0 });
       await cluster.nodes[1]!.waitForFollowing(cluster.advertised(0), { since: 0 });
       expect(JSON.stringify(cluster.nodes.flatMap((node) => node.logs))).not.toContain("cluster-secret");
     } finally {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { formatAddress } from "@lock/protocol";
+import { formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
 
@@ -26,6 +26,9 @@ export interface LockdConfig {
   readonly peers: readonly string[] | undefined;
   readonly heartbeatMs: number | undefined;
   readonly peerTimeoutMs: number | undefined;
+  /** The token epoch's node id (0..255); default: the position in --peers, or 0. */
+  readonly nodeId: number | undefined;
+  readonly maxClockSkewMs: number | undefined;
 }
 
 /** Each flag, its environment variable, and its help line (docs/operations.md mirrors this). */
@@ -46,6 +49,14 @@ const FLAGS = {
   "peer-timeout": {
     env: "LOCKD_PEER_TIMEOUT",
     help: "seconds without a heartbeat before a peer is dead (default 0.5)",
+  },
+  "node-id": {
+    env: "LOCKD_NODE_ID",
+    help: "0-255, this node's part of every token; unique across clusters whose tokens meet (default: position in --peers)",
+  },
+  "max-clock-skew": {
+    env: "LOCKD_MAX_CLOCK_SKEW",
+    help: "seconds this machine's clock may be off true time; a lone restart waits about twice this (default 0.5)",
   },
   "data-dir": { env: "LOCKD_DATA_DIR", default: ".lockd", help: "directory for the token epoch" },
   admin: {
@@ -217,6 +228,16 @@ export function parseConfig(
   }
   const heartbeat = get("heartbeat-interval");
   const peerTimeout = get("peer-timeout");
+  const nodeIdText = get("node-id");
+  const nodeId = nodeIdText === undefined ? undefined : parseNumber(nodeIdText, "--node-id", 1);
+  if (nodeId !== undefined && (!Number.isInteger(nodeId) || nodeId > MAX_NODE_ID))
+    throw new ConfigError(`--node-id: expected an integer 0-${MAX_NODE_ID}, got "${nodeIdText}"`);
+  if (nodeId === undefined && peers && peers.length > MAX_NODE_ID + 1)
+    throw new ConfigError(`--peers lists more than ${MAX_NODE_ID + 1} nodes: set --node-id on each`);
+  const skewText = get("max-clock-skew");
+  const maxClockSkewMs = skewText === undefined ? undefined : parseNumber(skewText, "--max-clock-skew", 1000);
+  if (maxClockSkewMs !== undefined && maxClockSkewMs > 60_000)
+    throw new ConfigError(`--max-clock-skew: at most 60 seconds, got "${skewText}"`);
 
   return {
     help: false,
@@ -235,6 +256,8 @@ export function parseConfig(
       peers,
       heartbeatMs: heartbeat === undefined ? undefined : parseNumber(heartbeat, "--heartbeat-interval", 1000),
       peerTimeoutMs: peerTimeout === undefined ? undefined : parseNumber(peerTimeout, "--peer-timeout", 1000),
+      nodeId,
+      maxClockSkewMs,
     },
   };
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
-import { LockServer } from "@lock/server";
+import { EpochStoreError, LockServer } from "@lock/server";
 import { pino } from "pino";
 import { ConfigError } from "./address.js";
 import { startAdmin } from "./admin.js";
@@ -39,6 +39,8 @@ async function main(): Promise<void> {
     ...(config.authToken ? { authToken: config.authToken } : {}),
     ...(config.tls ? { tls: config.tls } : {}),
     limits: config.limits,
+    ...(config.nodeId !== undefined ? { nodeId: config.nodeId } : {}),
+    ...(config.maxClockSkewMs !== undefined ? { maxClockSkewMs: config.maxClockSkewMs } : {}),
     version,
     observer: metrics,
     ...(config.peers
@@ -57,6 +59,16 @@ async function main(): Promise<void> {
               },
               following: (active) => log.info({ active: active ?? null }, "following active"),
               peerRefused: (peer, reply) => log.error({ peer, reply }, "peer refused the cluster link"),
+              serving: (epoch) => log.info({ epoch: epoch.toString() }, "serving"),
+              epochRefused: (from, epoch, reason) =>
+                log.error({ from, epoch: epoch.toString(), reason }, "epoch refused"),
+              stalled: (gapMs, role) =>
+                log.warn(
+                  { gapMs, role },
+                  role === "active"
+                    ? "this process stalled: holding grants until the cluster confirms this node is still the active"
+                    : "this process stalled: listening for one peer timeout before it may promote",
+                ),
             },
           },
         }
@@ -105,5 +117,6 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   process.stderr.write(`lockd: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  // A data directory that cannot be trusted is a configuration problem for the operator to fix.
+  process.exit(error instanceof EpochStoreError ? 2 : 1);
 });

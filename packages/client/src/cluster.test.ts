@@ -17,7 +17,7 @@ describe("LockClient with a lockd cluster", () => {
   async function start(): Promise<{ cluster: LockdCluster; client: LockClient; holder: LockClient }> {
     const cluster = await LockdCluster.start({ nodes: 3 });
     cleanup.push(() => cluster.dispose());
-    await cluster.nodes[0]!.waitForRole("active", { since: 0 });
+    await cluster.nodes[0]!.waitForServing({ since: 0 });
     const servers = cluster.proxies.map((proxy) => proxy.address);
     const client = new LockClient({ servers });
     const holder = new LockClient({ servers });

@@ -4,13 +4,16 @@ import { MAX_DURATION_MS } from "./duration.js";
 import { KEY_1024_FOUR_BYTE, KEY_1024_TWO_BYTE } from "./fixtures.test.data.js";
 import { ERROR_CODES, type ErrorCode, type Reply, type Request, type RequestOp } from "./messages.js";
 import type { NodeRole, PeerFrame } from "./peer.js";
-import { MAX_TOKEN } from "./token.js";
+import { MAX_EPOCH, MAX_TOKEN } from "./token.js";
 
 /** The whole u64 range, plus the values where number and bigint arithmetic part ways. */
 export const u64 = fc.oneof(
   fc.bigInt({ min: 0n, max: MAX_TOKEN }),
   fc.constantFrom(0n, 1n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, 2n ** 63n, MAX_TOKEN - 1n, MAX_TOKEN),
 );
+
+/** Every epoch the token layout can hold (40 bits), with its ends. */
+export const epoch = fc.oneof(fc.bigInt({ min: 0n, max: MAX_EPOCH }), fc.constantFrom(0n, 1n, MAX_EPOCH));
 
 export const durationMs = fc.oneof(
   fc.integer({ min: 0, max: MAX_DURATION_MS }),
@@ -115,13 +118,13 @@ export const reply = fc.oneof(
 ) as fc.Arbitrary<Reply>;
 
 export const peerFrame = fc.oneof(
-  record({ peer: fc.constant("J"), node: address, role, epoch: u64 }),
-  record({ peer: fc.constant("B"), node: address, role, epoch: u64, active: address }, ["active"]),
-  record({ peer: fc.constant("S"), epoch: u64, seq: safeInteger, count: safeInteger }),
+  record({ peer: fc.constant("J"), node: address, role, epoch, highest: epoch }),
+  record({ peer: fc.constant("B"), node: address, role, epoch, active: address, highest: epoch }, ["active"]),
+  record({ peer: fc.constant("S"), epoch, seq: safeInteger, count: safeInteger }),
   record({ peer: fc.constant("h"), key, token: u64, remainingMs: safeInteger, id }, ["id"]),
   record({ peer: fc.constantFrom("s", "K"), seq: safeInteger }),
   record({ peer: fc.constant("G"), seq: safeInteger, key, token: u64, leaseMs: safeInteger, id }, ["id"]),
   record({ peer: fc.constant("F"), seq: safeInteger, key, token: u64 }),
   record({ peer: fc.constant("X"), seq: safeInteger, key, token: u64, leaseMs: safeInteger }),
-  record({ peer: fc.constantFrom("P", "O"), seq: safeInteger, epoch: u64 }),
+  record({ peer: fc.constantFrom("P", "O"), seq: safeInteger, epoch }),
 ) as fc.Arbitrary<PeerFrame>;

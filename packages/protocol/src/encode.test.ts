@@ -5,7 +5,7 @@ import type { ErrorCode, Reply, Request } from "./messages.js";
 import { parseReplyLine } from "./parse-reply.js";
 import { parseRequestLine } from "./parse-request.js";
 import type { PeerFrame } from "./peer.js";
-import { MAX_TOKEN } from "./token.js";
+import { MAX_EPOCH, MAX_TOKEN } from "./token.js";
 
 describe("encoders refuse values that would make a bad or ambiguous line", () => {
   const badRequests: Array<[string, Request, ErrorConstructor]> = [
@@ -38,11 +38,13 @@ describe("encoders refuse values that would make a bad or ambiguous line", () =>
     expect(() => encodeReply(reply)).toThrow(TypeError);
   });
 
-  it("peer frames: a bad role or address, an epoch over u64", () => {
-    const join = { peer: "J", node: "10.0.0.1:7420", role: "active", epoch: 1n } as const;
+  it("peer frames: a bad role or address, an epoch beyond the token layout", () => {
+    const join = { peer: "J", node: "10.0.0.1:7420", role: "active", epoch: 1n, highest: 1n } as const;
     expect(() => encodePeer({ ...join, role: "leader" as "active" })).toThrow(TypeError);
     expect(() => encodePeer({ ...join, node: "10.0.0.1" })).toThrow(TypeError);
     expect(() => encodePeer({ ...join, epoch: MAX_TOKEN + 1n })).toThrow(RangeError);
+    expect(() => encodePeer({ ...join, highest: MAX_EPOCH + 1n })).toThrow(RangeError);
+    expect(() => encodePeer({ peer: "P", seq: 1, epoch: MAX_EPOCH + 1n })).toThrow(RangeError);
     expect(() => encodePeer({ peer: "G", seq: 1, key: "k", token: 1n, leaseMs: -1 })).toThrow(RangeError);
     expect(() => encodePeer({ peer: "Z" } as unknown as PeerFrame)).toThrow(TypeError);
   });

@@ -5,7 +5,7 @@ import { isRequestOp, isValidInfoName, isValidInfoValue, toMessageText } from ".
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import { ERROR_CODES, type Reply, type Request } from "./messages.js";
 import type { NodeRole, PeerFrame } from "./peer.js";
-import { formatToken, formatU64 } from "./token.js";
+import { formatToken, isValidEpoch, MAX_EPOCH } from "./token.js";
 
 /**
  * Encoders return one complete line, `\n` included. They throw a TypeError or RangeError rather than
@@ -77,16 +77,18 @@ export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMIT
 
 export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LIMITS): string {
   switch (frame.peer) {
-    case "J":
-      return `!J ${addressText(frame.node)} ${roleText(frame.role)} ${formatU64(frame.epoch, "epoch")}\n`;
+    case "J": {
+      const { node, role, epoch, highest } = frame;
+      return `!J ${addressText(node)} ${roleText(role)} ${epochText(epoch)} ${epochText(highest)}\n`;
+    }
     case "B": {
-      const { node, role, epoch, active } = frame;
+      const { node, role, epoch, active, highest } = frame;
       const activeText = active === undefined ? "-" : addressText(active);
-      return `!B ${addressText(node)} ${roleText(role)} ${formatU64(epoch, "epoch")} ${activeText}\n`;
+      return `!B ${addressText(node)} ${roleText(role)} ${epochText(epoch)} ${activeText} ${epochText(highest)}\n`;
     }
     case "S": {
       const { epoch, seq, count } = frame;
-      return `!S ${formatU64(epoch, "epoch")} ${formatSafeInteger(seq, "seq")} ${formatSafeInteger(count, "count")}\n`;
+      return `!S ${epochText(epoch)} ${formatSafeInteger(seq, "seq")} ${formatSafeInteger(count, "count")}\n`;
     }
     case "h": {
       const { key, token, remainingMs, id } = frame;
@@ -110,7 +112,7 @@ export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LI
     }
     case "P":
     case "O":
-      return `!${frame.peer} ${formatSafeInteger(frame.seq, "seq")} ${formatU64(frame.epoch, "epoch")}\n`;
+      return `!${frame.peer} ${formatSafeInteger(frame.seq, "seq")} ${epochText(frame.epoch)}\n`;
   }
   return unknownKind("peer frame", frame);
 }
@@ -128,6 +130,13 @@ function truncate(text: string, maxLength: number): string {
 function opText(op: string): string {
   if (!isRequestOp(op)) throw new TypeError(`unknown request op ${JSON.stringify(op)}`);
   return op;
+}
+
+/** Epochs are u64s within the token layout's 40 bits; anything else is a programming error. */
+function epochText(epoch: bigint): string {
+  if (typeof epoch !== "bigint") throw new TypeError(`epoch must be a bigint, got ${typeof epoch}`);
+  if (!isValidEpoch(epoch)) throw new RangeError(`epoch ${epoch} is outside 0..${MAX_EPOCH}`);
+  return epoch.toString();
 }
 
 function roleText(role: NodeRole): string {

@@ -4,7 +4,7 @@ import { detach } from "./detach.js";
 import { parseSeconds } from "./duration.js";
 import { isRequestOp, isValidId, validateKey } from "./fields.js";
 import type { ErrorCode, RequestOp } from "./messages.js";
-import { parseToken } from "./token.js";
+import { isValidEpoch, MAX_EPOCH, parseToken } from "./token.js";
 
 /**
  * Cuts `line` at single spaces into at most `limit` fields, the last keeping the rest of the line.
@@ -132,6 +132,14 @@ export class FieldReader {
     const value = parseToken(this.#field(index));
     if (value !== undefined) return value;
     this.fail("BAD_ARGUMENT", `${what} must be a canonical decimal u64`);
+    return 0n;
+  }
+
+  /** An epoch: a u64 within the token layout's 40 bits (docs/protocol.md), else BAD_ARGUMENT. */
+  epoch(index: number): bigint {
+    const value = parseToken(this.#field(index));
+    if (value !== undefined && isValidEpoch(value)) return value;
+    this.fail("BAD_ARGUMENT", `the epoch must be a canonical decimal in 0..${MAX_EPOCH}`);
     return 0n;
   }
 

@@ -69,13 +69,21 @@ export type {
 } from "./peer.js";
 export { isPeerFrame } from "./peer.js";
 export {
+  composeEpoch,
   composeToken,
   EPOCH_BITS,
+  epochNodeId,
+  epochRound,
   formatToken,
+  isValidEpoch,
   MAX_EPOCH,
+  MAX_NODE_ID,
+  MAX_ROUND,
   MAX_SEQUENCE,
   MAX_TOKEN,
+  NODE_ID_BITS,
   parseToken,
+  ROUND_BITS,
   SEQUENCE_BITS,
   tokenEpoch,
   tokenSequence,

@@ -31,23 +31,27 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
   switch (verb) {
     case "!J":
       return (
-        r.expect(4, 4, "!J <node> <role> <epoch>") ??
+        r.expect(5, 5, "!J <node> <role> <epoch> <highest epoch>") ??
         r.result({
           peer: "J",
           node: r.argument(1, isValidAddress, "the node address"),
           role: r.argument(2, isRole, "the role") as NodeRole,
-          epoch: r.u64(3, "the epoch"),
+          epoch: r.epoch(3),
+          highest: r.epoch(4),
         })
       );
     case "!B": {
-      const wrongCount = r.expect(5, 5, "!B <node> <role> <epoch> <active|->");
+      const wrongCount = r.expect(6, 6, "!B <node> <role> <epoch> <active|-> <highest epoch>");
       if (wrongCount) return wrongCount;
       const node = r.argument(1, isValidAddress, "the node address");
       const role = r.argument(2, isRole, "the role") as NodeRole;
-      const epoch = r.u64(3, "the epoch");
+      const epoch = r.epoch(3);
       const active = r.argument(4, isActiveField, "the active address");
+      const highest = r.epoch(5);
       const frame: HeartbeatFrame =
-        active === "-" ? { peer: "B", node, role, epoch } : { peer: "B", node, role, epoch, active };
+        active === "-"
+          ? { peer: "B", node, role, epoch, highest }
+          : { peer: "B", node, role, epoch, active, highest };
       return r.result(frame);
     }
     case "!S":
@@ -55,7 +59,7 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
         r.expect(4, 4, "!S <epoch> <seq> <count>") ??
         r.result({
           peer: "S",
-          epoch: r.u64(1, "the epoch"),
+          epoch: r.epoch(1),
           seq: r.integer(2, "seq"),
           count: r.integer(3, "count"),
         })
@@ -108,7 +112,7 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
     case "!O":
       return (
         r.expect(3, 3, `${verb} <seq> <epoch>`) ??
-        r.result({ peer: verb === "!P" ? "P" : "O", seq: r.integer(1, "seq"), epoch: r.u64(2, "the epoch") })
+        r.result({ peer: verb === "!P" ? "P" : "O", seq: r.integer(1, "seq"), epoch: r.epoch(2) })
       );
     case "!K":
       return r.expect(2, 2, "!K <seq>") ?? r.result({ peer: "K", seq: r.integer(1, "seq") });

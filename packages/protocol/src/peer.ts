@@ -18,7 +18,10 @@ export interface JoinFrame {
   /** The sender's advertised `host:port`. */
   readonly node: string;
   readonly role: NodeRole;
+  /** The epoch the sender issues tokens from (or last did). */
   readonly epoch: bigint;
+  /** The highest epoch the sender has taken or heard of, anywhere in the cluster. */
+  readonly highest: bigint;
 }
 
 /** `!B`: heartbeat, sent every heartbeat interval in both directions. */
@@ -29,6 +32,8 @@ export interface HeartbeatFrame {
   readonly epoch: bigint;
   /** The active the sender knows of; absent (`-` on the wire) when it knows none. */
   readonly active?: string;
+  /** The highest epoch the sender has taken or heard of, anywhere in the cluster. */
+  readonly highest: bigint;
 }
 
 /** `!S`: snapshot begin; `count` `!h` frames follow, then `!s`. */

@@ -19,6 +19,20 @@ export {
   monotonicClock,
   TokenIssuer,
 } from "./engine/index.js";
+export type { EpochKeeperOptions, LearnOutcome } from "./epoch/epoch-keeper.js";
+export { EpochKeeper } from "./epoch/epoch-keeper.js";
+export type { EpochPlan, EpochPlanInput } from "./epoch/epoch-plan.js";
+export {
+  clockRound,
+  DEFAULT_MAX_CLOCK_SKEW_MS,
+  EpochExhaustedError,
+  MAX_LEAD_ROUNDS,
+  planEpoch,
+  ROUND_MS,
+  ROUND_ORIGIN_MS,
+} from "./epoch/epoch-plan.js";
+export type { EpochStore } from "./epoch/epoch-store.js";
+export { EpochStoreError, MemoryEpochStore } from "./epoch/epoch-store.js";
 export type { ServerLimits } from "./limits.js";
 export { DEFAULT_SERVER_LIMITS, resolveLimits } from "./limits.js";
 export type { LockServerOptions, TlsFiles } from "./net/server.js";

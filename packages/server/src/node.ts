@@ -2,6 +2,9 @@ import { DeadlineTimer } from "./deadline-timer.js";
 import { type Clock, monotonicClock } from "./engine/clock.js";
 import { type EngineJournal, LockEngine } from "./engine/engine.js";
 import { TokenIssuer } from "./engine/token-issuer.js";
+import { EpochKeeper, type LearnOutcome } from "./epoch/epoch-keeper.js";
+import { DEFAULT_MAX_CLOCK_SKEW_MS } from "./epoch/epoch-plan.js";
+import type { EpochStore } from "./epoch/epoch-store.js";
 import type { ServerLimits } from "./limits.js";
 import { NO_OBSERVER, type ServerObserver } from "./observer.js";
 import { DataDirLock } from "./store/data-dir-lock.js";
@@ -15,6 +18,9 @@ export interface AcquireSink {
 
 export type NodeRole = "active" | "standby";
 
+/** Why an active does not serve for a while (`LockNode.hold`). */
+export type HoldReason = "clock" | "stall";
+
 export interface LockNodeOptions {
   readonly dataDir: string;
   readonly limits: ServerLimits;
@@ -25,12 +31,24 @@ export interface LockNodeOptions {
   readonly observer?: ServerObserver;
   /** A cluster node starts as a standby and promotes by the cluster's rules. */
   readonly startAs?: NodeRole;
+  /** The epoch's low bits (0..255): the node's position in the peers list unless configured. */
+  readonly nodeId?: number;
+  /** Bound on this machine's wall-clock error (docs/consistency.md, "Epochs"). Default 500 ms. */
+  readonly maxClockSkewMs?: number;
+  /** Wall clock for epoch rounds; `Date.now` unless a test injects one. */
+  readonly wallNow?: () => number;
+  /** Where the highest known epoch is kept; `<dataDir>/epoch` unless a test injects one. */
+  readonly epochStore?: EpochStore;
 }
 
 /**
- * One lockd node's state: the engine, its token epoch on disk and the timer that drives leases
- * and waits. The network layer and (later) the cluster layer talk to the node, never to files or
- * timers directly.
+ * One lockd node's state: the engine, its token epochs (kept by an EpochKeeper) and the timer that
+ * drives leases and waits. The network layer and the cluster layer talk to the node, never to files
+ * or timers directly.
+ *
+ * An active serves only while nothing holds it (`hold`): right after it took an epoch ahead of its
+ * clock, and after a stall until the cluster confirms it is still the active. While held, lock
+ * verbs get `NO_ACTIVE` and no lease expires, so nothing is granted.
  */
 export class LockNode {
   readonly engine: LockEngine<AcquireSink>;
@@ -38,24 +56,41 @@ export class LockNode {
   readonly clock: Clock;
   readonly startedAt: number;
   readonly observer: ServerObserver;
+  readonly epochs: EpochKeeper;
   role: NodeRole = "active";
   /** The active's address as far as this node knows (itself when active). */
   activeAddress: string | undefined;
-  readonly #epochFile: EpochFile;
   readonly #dirLock: DataDirLock;
   readonly #timer: DeadlineTimer;
+  readonly #wallNow: () => number;
+  readonly #holds = new Set<HoldReason>();
+  #clockHold: NodeJS.Timeout | undefined;
+  /** Called before lease deadlines run: the cluster's stall check. */
+  beforeDeadlines: (() => void) | undefined;
+  /** Called when the node starts serving (promoted, or a hold ended): operators see it in the log. */
+  onServing: (() => void) | undefined;
+  #wasServing = false;
 
   constructor(options: LockNodeOptions) {
     this.clock = options.clock ?? monotonicClock;
     this.advertise = options.advertise;
     this.observer = options.observer ?? NO_OBSERVER;
     this.activeAddress = options.advertise;
-    this.#epochFile = new EpochFile(options.dataDir);
+    this.#wallNow = options.wallNow ?? Date.now;
+    const store = options.epochStore ?? new EpochFile(options.dataDir);
     this.#dirLock = DataDirLock.acquire(options.dataDir);
     try {
-      // A fresh epoch before the first grant: every token from now on exceeds every earlier one.
-      const epoch = this.#epochFile.takeNext();
-      const tokens = new TokenIssuer(epoch, () => this.#epochFile.takeNext());
+      this.epochs = new EpochKeeper({
+        store,
+        nodeId: options.nodeId ?? 0,
+        wallNow: this.#wallNow,
+        maxClockSkewMs: options.maxClockSkewMs ?? DEFAULT_MAX_CLOCK_SKEW_MS,
+      });
+      // A single node takes a fresh epoch before its first grant, so every token from now on exceeds
+      // every earlier one. A cluster node starts as a standby and takes one when it promotes.
+      const single = options.startAs !== "standby";
+      const start = single ? this.epochs.take(true) : undefined;
+      const tokens = new TokenIssuer(start?.epoch ?? this.epochs.highest, () => this.#renewEpoch());
       this.engine = new LockEngine<AcquireSink>({
         clock: this.clock,
         tokens,
@@ -69,17 +104,32 @@ export class LockNode {
         ...(options.journal ? { journal: options.journal } : {}),
         limits: { maxKeys: options.limits.maxKeys, maxWaitersPerKey: options.limits.maxWaitersPerKey },
       });
+      this.#timer = new DeadlineTimer(
+        {
+          nextDeadline: () => this.engine.nextDeadline(),
+          tick: () => {
+            this.beforeDeadlines?.();
+            if (this.serving) this.engine.tick();
+          },
+        },
+        this.clock,
+      );
+      this.startedAt = this.clock.now();
+      if (start) this.#holdUntil(start.serveFromMs);
+      else this.setRole("standby", undefined);
     } catch (error) {
       this.#dirLock.release();
       throw error;
     }
-    this.#timer = new DeadlineTimer(this.engine, this.clock);
-    this.startedAt = this.clock.now();
-    if (options.startAs === "standby") this.setRole("standby", undefined);
   }
 
   get epoch(): bigint {
     return this.engine.epoch;
+  }
+
+  /** Active and not held: lock verbs are served. */
+  get serving(): boolean {
+    return this.role === "active" && this.#holds.size === 0;
   }
 
   get uptimeMs(): number {
@@ -87,13 +137,45 @@ export class LockNode {
   }
 
   /**
-   * Takes a new, persisted epoch of at least `atLeast` and issues tokens from it (promotion, or
-   * moving above a rival's epoch). Every later token exceeds every token of earlier epochs.
+   * Takes a new, stored epoch above every epoch known and issues tokens from it (promotion, or
+   * moving above a rival's epoch). `informed`: this node heard the whole cluster since it started
+   * (epoch-plan.ts). If the epoch runs ahead of the clock, the node holds until it may grant.
    */
-  takeEpoch(atLeast: bigint): bigint {
-    const epoch = this.#epochFile.takeNext(atLeast);
-    this.engine.moveToEpoch(epoch);
-    return epoch;
+  takeEpoch(informed: boolean): bigint {
+    const plan = this.epochs.take(informed);
+    this.engine.moveToEpoch(plan.epoch);
+    this.#holdUntil(plan.serveFromMs);
+    return plan.epoch;
+  }
+
+  /** Records an epoch heard from a peer (stored before this returns when it is a new highest). */
+  learnEpoch(epoch: bigint): LearnOutcome {
+    return this.epochs.learn(epoch);
+  }
+
+  /** Stops granting (see the class comment) until `release(reason)`; holds nest by reason. */
+  hold(reason: HoldReason): void {
+    this.#holds.add(reason);
+    this.#timer.stop();
+    this.#wasServing = false;
+  }
+
+  release(reason: HoldReason): void {
+    if (reason === "clock" && this.#clockHold) {
+      clearTimeout(this.#clockHold);
+      this.#clockHold = undefined;
+    }
+    if (!this.#holds.delete(reason)) return;
+    this.#servingChanged();
+  }
+
+  /** Why the node does not serve right now, if it is a held active. */
+  get heldFor(): HoldReason | undefined {
+    return this.#holds.has("stall") ? "stall" : this.#holds.has("clock") ? "clock" : undefined;
+  }
+
+  isHeld(reason: HoldReason): boolean {
+    return this.#holds.has(reason);
   }
 
   /**
@@ -103,9 +185,21 @@ export class LockNode {
   setRole(role: NodeRole, activeAddress: string | undefined): void {
     this.role = role;
     this.activeAddress = activeAddress;
+    // Holds concern an active's grants; a promotion that needs one sets it again.
+    if (role !== "active") {
+      this.release("clock");
+      this.#holds.clear();
+    }
     this.engine.deferDeadlines(role !== "active");
-    if (role === "active") this.#timer.start();
+    this.#servingChanged();
+  }
+
+  #servingChanged(): void {
+    const serving = this.serving;
+    if (serving) this.#timer.start();
     else this.#timer.stop();
+    if (serving && !this.#wasServing) this.onServing?.();
+    this.#wasServing = serving;
   }
 
   /** Re-arms the deadline timer after requests that may have added an earlier deadline. */
@@ -114,7 +208,24 @@ export class LockNode {
   }
 
   close(): void {
+    this.release("clock");
     this.#timer.stop();
     this.#dirLock.release();
+  }
+
+  /** A sequence ran out: the next epoch is taken at once (no wait; see docs/consistency.md). */
+  #renewEpoch(): bigint {
+    return this.epochs.take(true).epoch;
+  }
+
+  #holdUntil(serveFromMs: number): void {
+    const waitMs = Math.ceil(serveFromMs - this.#wallNow());
+    if (waitMs <= 0) return;
+    this.hold("clock");
+    if (this.#clockHold) clearTimeout(this.#clockHold);
+    this.#clockHold = setTimeout(() => {
+      this.#clockHold = undefined;
+      this.release("clock");
+    }, waitMs);
   }
 }

@@ -145,6 +145,14 @@ export class LockdProcess {
     return this.waitForLog((entry) => entry.msg === "role changed" && entry.role === role, options);
   }
 
+  /**
+   * Waits for this cluster node to serve as the active: promoted and not held (a new epoch ahead of
+   * the clock, or a stall being confirmed). What a test wants before it sends lock verbs.
+   */
+  waitForServing(options?: { since?: number; timeoutMs?: number }): Promise<Record<string, unknown>> {
+    return this.waitForLog((entry) => entry.msg === "serving", options);
+  }
+
   /** Waits for this standby to log that it follows `active` (redirects clients there). */
   waitForFollowing(
     active: string,

@@ -1,5 +1,6 @@
 import type { ConnectionOptions } from "node:tls";
 import { encodePeer, type NodeRole, type PeerFrame, tokenEpoch } from "@lock/protocol";
+import { EpochExhaustedError } from "../epoch/epoch-plan.js";
 import type { LockNode } from "../node.js";
 import { type ClusterTiming, type Decision, Membership, type PeerState } from "./membership.js";
 import { PeerLink } from "./peer-link.js";
@@ -21,6 +22,8 @@ export interface PeerSession {
   /** Last replication sequence applied from this session and not yet acknowledged. */
   pendingAck: number | undefined;
   sendRaw(line: string): void;
+  /** Drops the connection (the peer's link redials). */
+  close(): void;
 }
 
 export interface ClusterOptions {
@@ -38,6 +41,12 @@ export interface ClusterEvents {
   following(active: string | undefined): void;
   /** A peer refused this node's link (wrong auth token, not a cluster node…). */
   peerRefused(address: string, reply: string): void;
+  /** An epoch from a peer was not believed (far beyond any clock), or none could be taken. */
+  epochRefused(from: string, epoch: bigint, reason: string): void;
+  /** This process did not run for `gapMs` (SIGSTOP, VM pause, GC); as active it holds grants. */
+  stalled(gapMs: number, role: NodeRole): void;
+  /** This node, active, serves clients from now on (after a promotion, or once a hold ended). */
+  serving(epoch: bigint): void;
 }
 
 /**
@@ -57,10 +66,15 @@ export class Cluster {
   readonly #refusalReportedAt = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
   #lastTickAt: number | undefined;
+  #stallDetectedAt = 0;
   #busy = false;
   #handingOff = false;
+  /** `stop()` began: this node takes no role it would have to hand straight back. */
+  #stopping = false;
   /** The peer whose snapshot this standby holds. */
   #replicaOf: string | undefined;
+  /** Received an active's snapshot since start: its heartbeats carried everything it knew. */
+  #syncedFromActive = false;
   readonly counters = { promotions: 0, demotions: 0, handoffs: 0, epochRaises: 0 };
 
   constructor(
@@ -76,7 +90,8 @@ export class Cluster {
     this.#events = events;
     this.#options = options;
     this.membership = new Membership(options.peers, options.advertise, options.timing, node.clock);
-    this.membership.noteEpoch(node.epoch);
+    node.beforeDeadlines = () => this.guardStall();
+    node.onServing = () => this.#events.serving(node.epoch);
   }
 
   start(): void {
@@ -94,6 +109,7 @@ export class Cluster {
             node: this.membership.selfAddress,
             role: this.#node.role,
             epoch: this.#node.epoch,
+            highest: this.#node.epochs.highest,
           }),
         onConnect: (connected) => this.#replicator.disconnected(connected),
         onDisconnect: (gone) => this.#replicator.disconnected(gone),
@@ -112,6 +128,7 @@ export class Cluster {
    * highest-priority one first, so clients move over with no gap. Then close the peer links.
    */
   async stop(): Promise<void> {
+    this.#stopping = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
     if (this.#node.role === "active" && !this.#busy) {
@@ -162,15 +179,16 @@ export class Cluster {
     switch (frame.peer) {
       case "J":
         session.peer = frame.node;
-        this.#heard(frame.node, frame.role, frame.epoch, undefined);
+        this.#heard(frame.node, frame.role, frame.epoch, undefined, frame.highest);
         return;
       case "B":
         session.peer = frame.node;
-        this.#heard(frame.node, frame.role, frame.epoch, frame.active);
+        this.#heard(frame.node, frame.role, frame.epoch, frame.active, frame.highest);
         return;
       case "S":
         if (this.#node.role === "active" || session.peer === undefined) return;
-        this.membership.noteEpoch(frame.epoch);
+        this.#learn(session.peer, frame.epoch);
+        this.#syncedFromActive = true;
         // Queued acquires here cannot be served by this standby: send them to the active first.
         this.#hooks.redirectPending(session.peer);
         this.#node.engine.clear();
@@ -200,10 +218,16 @@ export class Cluster {
         engine.installHolder(frame.key, frame.token, frame.leaseMs, engine.holder(frame.key)?.id);
         break;
       case "P":
-        this.membership.noteEpoch(frame.epoch);
+        this.#learn(session.peer, frame.epoch);
         break;
       case "O": {
-        this.membership.noteEpoch(frame.epoch);
+        this.#learn(session.peer, frame.epoch);
+        if (this.#stopping) {
+          // Leaving: refuse by dropping the link, so the sender's handoff fails now and it stays
+          // the active, instead of waiting out its handoff timeout for an acknowledgement.
+          session.close();
+          return;
+        }
         // The sender stops serving as it sends this; its earlier heartbeats said "active".
         const from = this.membership.peerByAddress(session.peer);
         if (from) {
@@ -212,7 +236,8 @@ export class Cluster {
           // ("standby") is no step down from active that would need another one.
           this.#peerRoles.set(from.index, "standby");
         }
-        this.#promote("handoff");
+        // The old active's knowledge is this node's now (`!O` carries its highest epoch): informed.
+        this.#promote("handoff", true);
         // Acknowledge at once: the old active redirects its clients only after this.
         session.sendRaw(encodePeer({ peer: "K", seq: frame.seq }));
         return;
@@ -228,9 +253,10 @@ export class Cluster {
     session.pendingAck = undefined;
   }
 
-  #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined): void {
+  #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined, highest: bigint): void {
     const peer = this.membership.heard(address, role, epoch, active);
     if (!peer) return;
+    this.#learn(address, highest > epoch ? highest : epoch);
     const previous = this.#peerRoles.get(peer.index);
     this.#peerRoles.set(peer.index, role);
     // A peer that was active and is now a standby holds someone else's state: it needs our snapshot.
@@ -238,12 +264,29 @@ export class Cluster {
     if (previous === "active" && role === "standby" && link) this.#replicator.disconnected(link);
   }
 
-  #tick(): void {
+  /**
+   * Ticks run every heartbeat: a gap past the peer timeout means this process was not running, and
+   * a standby may have promoted meanwhile. Checked by the tick and before any client byte or lease
+   * deadline is handled, since after a SIGCONT the event loop runs I/O before timers.
+   */
+  guardStall(): void {
+    const last = this.#lastTickAt;
+    if (last === undefined) return;
     const now = this.#node.clock.now();
-    // Ticks run every heartbeat: a gap past the peer timeout means this process was not running.
-    if (this.#lastTickAt !== undefined && now - this.#lastTickAt > this.#options.timing.peerTimeoutMs)
-      this.membership.resumedAfterStall();
+    const gapMs = now - last;
+    if (gapMs <= this.#options.timing.peerTimeoutMs) return;
     this.#lastTickAt = now;
+    this.#stallDetectedAt = now;
+    this.membership.resumedAfterStall();
+    // An active grants nothing until one peer timeout of fresh heartbeats confirmed its role
+    // (or demoted it, or moved it above a rival's epoch): see #tick.
+    if (this.#node.role === "active") this.#node.hold("stall");
+    this.#events.stalled(Math.round(gapMs), this.#node.role);
+  }
+
+  #tick(): void {
+    this.guardStall();
+    this.#lastTickAt = this.#node.clock.now();
     const heartbeat = encodePeer({
       peer: "B",
       node: this.membership.selfAddress,
@@ -251,15 +294,69 @@ export class Cluster {
       role: this.#handingOff ? "standby" : this.#node.role,
       epoch: this.#node.epoch,
       ...(this.#node.activeAddress ? { active: this.#node.activeAddress } : {}),
+      highest: this.#node.epochs.highest,
     });
     for (const link of this.#links.values()) link.send(heartbeat);
     if (this.#node.role === "standby" && !this.#busy) this.#follow(this.membership.liveActive()?.address);
     if (this.#node.role === "active") this.#snapshotNewStandbys();
-    this.#act(
-      this.membership.decide({ role: this.#node.role, epoch: this.#node.epoch, busy: this.#busy }, (peer) =>
-        this.#isSyncedStandby(peer),
-      ),
+    const decision = this.membership.decide(
+      {
+        role: this.#node.role,
+        epoch: this.#node.epoch,
+        highestKnown: this.#node.epochs.highest,
+        busy: this.#busy,
+      },
+      (peer) => this.#isSyncedStandby(peer),
     );
+    const held = this.#node.isHeld("stall");
+    // A held active steps down or moves above a rival at once, but hands off only once confirmed.
+    if (!(held && decision.action === "handoff")) this.#act(decision);
+    if (held && this.#node.role === "active" && this.#confirmedAfterStall()) this.#node.release("stall");
+  }
+
+  /**
+   * Still the active after a stall: every peer has been heard again since (heartbeats sent after
+   * this node resumed, not the ones that waited in its sockets) and none is a higher-priority
+   * active (`decide` demoted this node otherwise); or one peer timeout of listening has passed, so a
+   * peer still silent is dead. Epochs heard meanwhile already moved this node above them (#learn).
+   */
+  #confirmedAfterStall(): boolean {
+    if (!this.membership.listening) return true;
+    const fresh = this.#stallDetectedAt + this.#options.timing.heartbeatMs;
+    return this.membership.peers.every(
+      (peer) => peer.index === this.membership.self || (peer.lastHeardAt ?? -1) >= fresh,
+    );
+  }
+
+  /**
+   * Records an epoch heard from `from`. An active that learns of a later epoch moves above it at
+   * once, before it grants again: every token it issues after learning of an epoch exceeds that
+   * epoch's tokens.
+   */
+  #learn(from: string, epoch: bigint): void {
+    const outcome = this.#node.learnEpoch(epoch);
+    if (outcome === "implausible") {
+      this.#events.epochRefused(from, epoch, "its round is more than a day ahead of this node's clock");
+      return;
+    }
+    if (outcome === "raised" && this.#node.role === "active" && !this.#handingOff)
+      this.#act({ action: "raise-epoch", above: epoch });
+  }
+
+  /** `--peers` heard in full since start, or the snapshot of an active that had: see epoch-plan.ts. */
+  #informed(): boolean {
+    return this.#syncedFromActive || this.membership.heardEveryPeer();
+  }
+
+  /** Takes the next epoch; false (reported, role unchanged) if none fits the layout. */
+  #takeEpoch(informed: boolean): bigint | undefined {
+    try {
+      return this.#node.takeEpoch(informed);
+    } catch (error) {
+      if (!(error instanceof EpochExhaustedError)) throw error;
+      this.#events.epochRefused(this.membership.selfAddress, this.#node.epochs.highest, error.message);
+      return undefined;
+    }
   }
 
   #act(decision: Decision): void {
@@ -271,8 +368,8 @@ export class Cluster {
         this.#demote(decision.to);
         return;
       case "raise-epoch": {
-        const epoch = this.#node.takeEpoch(decision.above + 1n);
-        this.membership.noteEpoch(epoch);
+        const epoch = this.#takeEpoch(this.#informed());
+        if (epoch === undefined) return;
         this.#replicator.announceEpoch(epoch);
         this.counters.epochRaises += 1;
         this.#events.roleChanged("active", `raised epoch above a rival active's ${decision.above}`, epoch);
@@ -318,14 +415,12 @@ export class Cluster {
     );
   }
 
-  /** Becomes the active with an epoch above every epoch seen, so its tokens exceed all earlier ones. */
-  #promote(reason: string): void {
-    let floor = this.membership.maxEpochSeen;
-    for (const epoch of [this.#node.epoch, tokenEpoch(this.#node.engine.maxHeldToken())]) {
-      if (epoch > floor) floor = epoch;
-    }
-    const epoch = this.#node.takeEpoch(floor + 1n);
-    this.membership.noteEpoch(epoch);
+  /** Becomes the active with an epoch above every epoch known, so its tokens exceed all earlier ones. */
+  #promote(reason: string, informed = this.#informed()): void {
+    // Replicated holders' tokens are known epochs too (a `!P` may not have reached this node).
+    this.#learn(this.membership.selfAddress, tokenEpoch(this.#node.engine.maxHeldToken()));
+    const epoch = this.#takeEpoch(informed);
+    if (epoch === undefined) return;
     this.#replicaOf = undefined;
     this.#replicator.stopAll();
     this.#replicator.enabled = true;
@@ -365,7 +460,12 @@ export class Cluster {
     // No lease may expire (and hand its key to a waiter) here: the successor already has the table.
     this.#node.setRole("standby", undefined);
     try {
-      const acked = await this.#replicator.handoff(link, this.#node.epoch, this.#options.handoffTimeoutMs);
+      // The successor takes an epoch above everything this node knows of, not just its own epoch.
+      const acked = await this.#replicator.handoff(
+        link,
+        this.#node.epochs.highest,
+        this.#options.handoffTimeoutMs,
+      );
       if (!acked) {
         this.#node.setRole("active", this.membership.selfAddress);
         return;

@@ -22,56 +22,78 @@ describe("Membership: who is active", () => {
 
   it("a standby waits one peer timeout after start before promoting", () => {
     const { clock, m } = membership("a:1");
-    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "none",
+    });
     clock.advance(500);
-    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "promote" });
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "promote",
+    });
   });
 
   it("the highest-priority live node promotes; lower ones wait for it", () => {
     const { clock, m } = membership("b:1");
     clock.advance(600);
     m.heard("a:1", "standby", 1n, undefined);
-    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "none",
+    });
     // a:1 goes silent for longer than the timeout: b:1 is now the highest-priority live node.
     clock.advance(501);
-    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "promote" });
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "promote",
+    });
   });
 
   it("a higher-priority standby follows a live lower-priority active instead of promoting", () => {
     const { clock, m } = membership("a:1");
     clock.advance(600);
     m.heard("b:1", "active", 3n, "b:1");
-    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "none",
+    });
   });
 
   it("an active hands off to a live, synced higher-priority standby", () => {
     const { m } = membership("b:1");
     m.heard("a:1", "standby", 1n, "b:1");
-    expect(m.decide({ role: "active", epoch: 4n, busy: false }, never)).toEqual({ action: "none" });
-    const decision = m.decide({ role: "active", epoch: 4n, busy: false }, always);
+    expect(m.decide({ role: "active", epoch: 4n, highestKnown: 4n, busy: false }, never)).toEqual({
+      action: "none",
+    });
+    const decision = m.decide({ role: "active", epoch: 4n, highestKnown: 4n, busy: false }, always);
     expect(decision.action).toBe("handoff");
     expect((decision as { to: PeerState }).to.address).toBe("a:1");
-    expect(m.decide({ role: "active", epoch: 4n, busy: true }, always)).toEqual({ action: "none" });
+    expect(m.decide({ role: "active", epoch: 4n, highestKnown: 4n, busy: true }, always)).toEqual({
+      action: "none",
+    });
   });
 
-  it("two actives: the lower-priority one demotes, the higher one raises its epoch above the other's", () => {
+  it("two actives: the lower-priority one demotes, the higher one moves above any later epoch it knows of", () => {
     const high = membership("a:1").m;
     const low = membership("b:1").m;
     low.heard("a:1", "active", 2n, "a:1");
-    expect(low.decide({ role: "active", epoch: 3n, busy: false }, never)).toMatchObject({ action: "demote" });
+    expect(low.decide({ role: "active", epoch: 3n, highestKnown: 3n, busy: false }, never)).toMatchObject({
+      action: "demote",
+    });
     high.heard("b:1", "active", 3n, "b:1");
-    expect(high.decide({ role: "active", epoch: 2n, busy: false }, never)).toEqual({
+    // The rival's epoch reached this node's EpochKeeper (the Cluster learns every heartbeat's).
+    expect(high.decide({ role: "active", epoch: 2n, highestKnown: 3n, busy: false }, never)).toEqual({
       action: "raise-epoch",
       above: 3n,
     });
-    // Even if the rival already stepped down, its epoch alone makes the active move above it.
-    high.heard("b:1", "standby", 3n, "a:1");
-    expect(high.decide({ role: "active", epoch: 2n, busy: false }, never)).toEqual({
-      action: "raise-epoch",
-      above: 3n,
+    expect(high.decide({ role: "active", epoch: 4n, highestKnown: 4n, busy: false }, never)).toEqual({
+      action: "none",
     });
-    expect(high.decide({ role: "active", epoch: 4n, busy: false }, never)).toEqual({ action: "none" });
-    expect(high.maxEpochSeen).toBe(3n);
+  });
+
+  it("is informed once every peer has been heard since start", () => {
+    const { m } = membership("a:1");
+    expect(m.heardEveryPeer()).toBe(false);
+    m.heard("b:1", "standby", 1n, undefined);
+    expect(m.heardEveryPeer()).toBe(false);
+    m.heard("c:1", "standby", 1n, undefined);
+    expect(m.heardEveryPeer()).toBe(true);
+    expect(new Membership(["a:1"], "a:1", timing, new ManualClock()).heardEveryPeer()).toBe(true);
   });
 
   it("a peer is live for exactly the peer timeout after its last heartbeat", () => {
@@ -92,13 +114,19 @@ describe("Membership: who is active", () => {
     // Stopped for 2 s: a:1 looks silent, but only because b:1 was not listening.
     clock.advance(2_000);
     m.resumedAfterStall();
-    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "none",
+    });
     // The heartbeats that waited in its socket arrive: the active is alive, nothing to do.
     m.heard("a:1", "active", 1n, "a:1");
     clock.advance(500);
-    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "none" });
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "none",
+    });
     // Once a:1 has been silent for a whole timeout while b:1 listens, b:1 promotes.
     clock.advance(1);
-    expect(m.decide({ role: "standby", epoch: 1n, busy: false }, never)).toEqual({ action: "promote" });
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "promote",
+    });
   });
 });

@@ -32,6 +32,8 @@ export interface PeerState {
 export interface SelfState {
   readonly role: NodeRole;
   readonly epoch: bigint;
+  /** The highest epoch this node has taken or heard of (EpochKeeper). */
+  readonly highestKnown: bigint;
   /** True while a handoff or promotion is under way: decide nothing new. */
   readonly busy: boolean;
 }
@@ -42,7 +44,7 @@ export type Decision =
   | { readonly action: "promote" }
   /** A live higher-priority node is active: step down and follow it. */
   | { readonly action: "demote"; readonly to: PeerState }
-  /** A peer reports this node's epoch or a later one (a healed partition): stay, above `above`. */
+  /** Some node took an epoch above this active's (a healed partition, a stall): stay, above `above`. */
   | { readonly action: "raise-epoch"; readonly above: bigint }
   /** A live, synced higher-priority standby exists: hand the active role to it. */
   | { readonly action: "handoff"; readonly to: PeerState };
@@ -54,7 +56,6 @@ export class Membership {
   readonly #clock: Clock;
   /** A standby promotes no earlier than this: one peer timeout after start, or after a stall. */
   #listenUntil: number;
-  #maxEpochSeen = 0n;
 
   constructor(addresses: readonly string[], self: string, timing: ClusterTiming, clock: Clock) {
     const index = addresses.indexOf(self);
@@ -78,13 +79,17 @@ export class Membership {
     return this.peers[this.self]!.address;
   }
 
-  /** The highest epoch this node has heard of from any peer, or noted itself. */
-  get maxEpochSeen(): bigint {
-    return this.#maxEpochSeen;
+  /**
+   * Every peer has been heard since this node started, so every epoch taken before now reached it
+   * (heartbeats carry each sender's highest known epoch). A lone restart is not informed.
+   */
+  heardEveryPeer(): boolean {
+    return this.peers.every((peer) => peer.index === this.self || peer.lastHeardAt !== undefined);
   }
 
-  noteEpoch(epoch: bigint): void {
-    if (epoch > this.#maxEpochSeen) this.#maxEpochSeen = epoch;
+  /** Still within the listening period after start or a stall (`resumedAfterStall`). */
+  get listening(): boolean {
+    return this.#clock.now() < this.#listenUntil;
   }
 
   peerByAddress(address: string): PeerState | undefined {
@@ -99,7 +104,6 @@ export class Membership {
     peer.role = role;
     peer.epoch = epoch;
     peer.active = active;
-    this.noteEpoch(epoch);
     return peer;
   }
 
@@ -119,6 +123,8 @@ export class Membership {
    * This node was not running for a while (SIGSTOP, a VM pause, a long GC): every peer looks silent
    * only because it could not listen. Like at start, it hears the others for one peer timeout before
    * it may promote, instead of promoting on a stale view (heartbeats wait unread in its sockets).
+   * An active in that state does not grant while `listening` (Cluster holds it): a standby may have
+   * promoted meanwhile, and the fresh heartbeats decide whether it steps down or moves above.
    */
   resumedAfterStall(): void {
     this.#listenUntil = Math.max(this.#listenUntil, this.#clock.now() + this.timing.peerTimeoutMs);
@@ -132,13 +138,9 @@ export class Membership {
     if (me.role === "active") {
       const higherActive = higher.find((peer) => peer.role === "active");
       if (higherActive) return { action: "demote", to: higherActive };
-      // Any peer at this epoch or above may have issued tokens this node's next ones would not
-      // exceed (a rival active, just demoted or not, after a partition): move above it first.
-      const rival = others.reduce<bigint | undefined>(
-        (max, peer) => (peer.epoch >= me.epoch && (max === undefined || peer.epoch > max) ? peer.epoch : max),
-        undefined,
-      );
-      if (rival !== undefined) return { action: "raise-epoch", above: rival };
+      // Some node took a later epoch (a rival active after a partition or a stall, just demoted or
+      // not) and may have issued tokens this node's next ones would not exceed: move above it first.
+      if (me.highestKnown > me.epoch) return { action: "raise-epoch", above: me.highestKnown };
       const successor = higher.find((peer) => peer.role === "standby" && synced(peer));
       if (successor) return { action: "handoff", to: successor };
       return { action: "none" };

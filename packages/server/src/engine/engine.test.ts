@@ -1,3 +1,4 @@
+import { MAX_EPOCH } from "@lock/protocol";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "./clock.js";
 import { type EngineJournal, LockEngine } from "./engine.js";
@@ -258,16 +259,19 @@ describe("LockEngine", () => {
     const issuer = new TokenIssuer(epoch, () => ++epoch, 3);
     const tokens = Array.from({ length: 7 }, () => issuer.next());
     expect(tokens).toEqual([
-      (7n << 40n) + 1n,
-      (7n << 40n) + 2n,
-      (7n << 40n) + 3n,
-      (8n << 40n) + 1n,
-      (8n << 40n) + 2n,
-      (8n << 40n) + 3n,
-      (9n << 40n) + 1n,
+      (7n << 24n) + 1n,
+      (7n << 24n) + 2n,
+      (7n << 24n) + 3n,
+      (8n << 24n) + 1n,
+      (8n << 24n) + 2n,
+      (8n << 24n) + 3n,
+      (9n << 24n) + 1n,
     ]);
     expect(issuer.epoch).toBe(9n);
     expect(() => issuer.moveToEpoch(9n)).toThrow(RangeError);
+    // The layout's limits are checked, never wrapped: an epoch beyond 40 bits is refused.
+    expect(() => issuer.moveToEpoch(MAX_EPOCH + 1n)).toThrow(RangeError);
+    expect(() => new TokenIssuer(MAX_EPOCH + 1n, () => 0n)).toThrow(RangeError);
   });
   it("a replica defers lease deadlines and schedules them all when it starts serving", () => {
     const { engine, clock } = setup();

@@ -141,6 +141,11 @@ export class ClientConnection implements AcquireSink, PeerSession {
     this.#socket.destroy();
   }
 
+  /** Drops the connection at once (a peer session the cluster refuses). */
+  close(): void {
+    this.#socket.destroy();
+  }
+
   /** Writes a raw line (peer acknowledgements). */
   sendRaw(line: string): void {
     if (!this.#closed) this.#queue(line);
@@ -171,6 +176,8 @@ export class ClientConnection implements AcquireSink, PeerSession {
   receive(chunk: Buffer): void {
     if (this.#closing) return;
     this.#heard = true;
+    // After a stall this process may have been replaced as the active: check before serving a byte.
+    this.#ctx.cluster?.guardStall();
     let peerFrames = false;
     this.#receiving = true;
     try {
@@ -201,8 +208,10 @@ export class ClientConnection implements AcquireSink, PeerSession {
       return;
     }
     const node = this.#ctx.node;
-    if (node.role !== "active" && request.op !== "P" && request.op !== "H" && request.op !== "I") {
-      this.#redirect(request, node.activeAddress);
+    if (!node.serving && request.op !== "P" && request.op !== "H" && request.op !== "I") {
+      // An active that is held (confirming its role after a stall, or waiting for its clock to
+      // reach a new epoch) knows no other active to send the client to: NO_ACTIVE, retry shortly.
+      this.#redirect(request, node.role === "active" ? undefined : node.activeAddress);
       return;
     }
     const engine = node.engine;
@@ -330,7 +339,14 @@ export class ClientConnection implements AcquireSink, PeerSession {
     const key = "key" in request ? request.key : "-";
     const id = "id" in request ? request.id : undefined;
     if (address === undefined) {
-      this.#error(request.op, key, id, "NO_ACTIVE", "no active node is known yet; retry shortly");
+      const held = this.#ctx.node.heldFor;
+      const message =
+        held === "stall"
+          ? "this node is confirming it is still the active after a stall; retry shortly"
+          : held === "clock"
+            ? "this node's new token epoch starts within seconds (docs/consistency.md); retry shortly"
+            : "no active node is known yet; retry shortly";
+      this.#error(request.op, key, id, "NO_ACTIVE", message);
     } else {
       this.#send({ kind: "M", op: request.op, key, address, id });
     }

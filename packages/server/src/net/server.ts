@@ -1,6 +1,6 @@
 import { createServer as createTcpServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer } from "node:tls";
-import { encodeReply, formatAddress } from "@lock/protocol";
+import { encodeReply, formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { readIntoSharedBuffer } from "@lock/socket-io";
 import { Cluster, type ClusterEvents } from "../cluster/cluster.js";
 import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../cluster/membership.js";
@@ -36,6 +36,16 @@ export interface LockServerOptions {
   readonly observer?: ServerObserver;
   /** Run as one node of an active/standby cluster. */
   readonly cluster?: LockClusterOptions;
+  /**
+   * The token epoch's node id, 0..255 (docs/protocol.md, "Fencing tokens"). Default: this node's
+   * position in the peers list, or 0 for a single node. Set it when several clusters' tokens meet
+   * at the same resources: every node of every such cluster needs its own.
+   */
+  readonly nodeId?: number;
+  /** Bound on this machine's wall-clock error, for epoch rounds (docs/consistency.md). Default 500 ms. */
+  readonly maxClockSkewMs?: number;
+  /** Wall clock for epoch rounds; `Date.now` unless a test injects one. */
+  readonly wallNow?: () => number;
 }
 
 export interface LockClusterOptions {
@@ -92,12 +102,20 @@ export class LockServer {
     // The replicator measures leases on the engine's clock: folded leases come from the engine's deadlines.
     const clock = options.clock ?? monotonicClock;
     const replicator = options.cluster ? new Replicator(() => clock.now()) : undefined;
+    const advertise = options.advertise ?? formatAddress(host, port);
+    const position = options.cluster?.peers.indexOf(advertise) ?? 0;
     let node: LockNode;
     try {
+      if (options.nodeId === undefined && position > MAX_NODE_ID) {
+        throw new RangeError(`a cluster of more than ${MAX_NODE_ID + 1} nodes needs explicit node ids`);
+      }
       node = new LockNode({
         dataDir: options.dataDir,
         limits,
-        advertise: options.advertise ?? formatAddress(host, port),
+        advertise,
+        nodeId: options.nodeId ?? Math.max(0, position),
+        ...(options.maxClockSkewMs !== undefined ? { maxClockSkewMs: options.maxClockSkewMs } : {}),
+        ...(options.wallNow ? { wallNow: options.wallNow } : {}),
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.journal ? { journal: options.journal } : {}),
         ...(replicator ? { journal: replicator, startAs: "standby" as const } : {}),
@@ -202,6 +220,9 @@ export class LockServer {
         roleChanged: cluster.events?.roleChanged ?? (() => {}),
         following: cluster.events?.following ?? (() => {}),
         peerRefused: cluster.events?.peerRefused ?? (() => {}),
+        epochRefused: cluster.events?.epochRefused ?? (() => {}),
+        stalled: cluster.events?.stalled ?? (() => {}),
+        serving: cluster.events?.serving ?? (() => {}),
       },
       {
         peers: cluster.peers,

@@ -1,16 +1,17 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { isValidEpoch, MAX_EPOCH } from "@lock/protocol";
+import { type EpochStore, EpochStoreError } from "../epoch/epoch-store.js";
 
 /**
- * The token epoch on disk: `<data-dir>/epoch`, one JSON object `{"epoch":"<u64>"}`.
+ * The highest epoch this node has taken or heard of, on disk: `<data-dir>/epoch`, one JSON object
+ * `{"epoch":"<decimal>"}` (the same format earlier versions wrote, when it held the node's own
+ * epoch only).
  *
- * Taking an epoch writes the new value to a temporary file, fsyncs it, renames it over the old one
- * and fsyncs the directory, so after a crash the file holds either the old or the new epoch, never a
- * torn one. Because a node takes a fresh epoch before it issues its first token (at start, at
- * promotion), every token it issues afterwards is greater than every token issued before the crash,
- * with one fsync per epoch instead of one per grant.
+ * A write goes to a temporary file, is fsynced, renamed over the old one, and the directory is
+ * fsynced, so after a crash the file holds either the old or the new epoch, never a torn one.
  */
-export class EpochFile {
+export class EpochFile implements EpochStore {
   readonly path: string;
   readonly #dir: string;
 
@@ -20,32 +21,38 @@ export class EpochFile {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   }
 
-  /** The last persisted epoch, 0 if none was ever taken. */
+  get name(): string {
+    return this.path;
+  }
+
+  /** The stored epoch, 0 if the file does not exist; EpochStoreError naming the file otherwise. */
   read(): bigint {
     let text: string;
     try {
       text = readFileSync(this.path, "utf8");
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0n;
-      throw error;
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return 0n;
+      throw new EpochStoreError(
+        `cannot read ${this.path} (${code ?? String(error)}): check its permissions`,
+        {
+          cause: error,
+        },
+      );
     }
-    const parsed: unknown = JSON.parse(text);
-    const epoch = (parsed as { epoch?: unknown }).epoch;
-    if (typeof epoch !== "string" || !/^(0|[1-9][0-9]{0,19})$/.test(epoch)) {
-      throw new Error(`${this.path} is corrupt: expected {"epoch":"<decimal>"}, got ${text.slice(0, 100)}`);
+    const epoch = parseEpochText(text);
+    if (epoch === undefined) {
+      throw new EpochStoreError(
+        `${this.path} is corrupt: expected {"epoch":"<decimal 0..${MAX_EPOCH}>"}, got ${JSON.stringify(text.slice(0, 100))}. ` +
+          "Restore it from a backup, or replace it with the highest epoch any node of the cluster reports (docs/operations.md)",
+      );
     }
-    return BigInt(epoch);
+    return epoch;
   }
 
-  /**
-   * Persists and returns an epoch greater than the stored one and at least `atLeast`
-   * (promotion passes the highest epoch it has seen in the cluster, plus one).
-   */
-  takeNext(atLeast = 0n): bigint {
-    const stored = this.read();
-    const next = stored + 1n > atLeast ? stored + 1n : atLeast;
-    this.#writeDurably(`${JSON.stringify({ epoch: next.toString() })}\n`);
-    return next;
+  write(epoch: bigint): void {
+    if (!isValidEpoch(epoch)) throw new RangeError(`epoch ${epoch} is outside 0..${MAX_EPOCH}`);
+    this.#writeDurably(`${JSON.stringify({ epoch: epoch.toString() })}\n`);
   }
 
   #writeDurably(content: string): void {
@@ -65,4 +72,18 @@ export class EpochFile {
       closeSync(dirFd);
     }
   }
+}
+
+function parseEpochText(text: string): bigint | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== "object" || parsed === null) return undefined;
+  const epoch = (parsed as { epoch?: unknown }).epoch;
+  if (typeof epoch !== "string" || !/^(0|[1-9][0-9]{0,19})$/.test(epoch)) return undefined;
+  const value = BigInt(epoch);
+  return isValidEpoch(value) ? value : undefined;
 }
