@@ -22,7 +22,10 @@ export interface ServerLimits {
   readonly maxKeys: number;
   /** Open client connections (`TOO_MANY_CONNECTIONS`). */
   readonly maxConnections: number;
-  /** A connection with nothing received and nothing queued for this long is closed (`IDLE_TIMEOUT`). 0 = never. */
+  /**
+   * A connection with no complete line received and nothing queued for this long is closed
+   * (`IDLE_TIMEOUT`); bytes of an unfinished line do not count. 0 = never.
+   */
   readonly idleTimeoutMs: number;
   /** With an auth token, a connection must authenticate within this time (`AUTH_TIMEOUT`). */
   readonly authTimeoutMs: number;

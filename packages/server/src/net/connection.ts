@@ -91,7 +91,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
     }
   }
 
-  /** Bytes arrived since the last idle sweep (a new connection counts as active). */
+  /** A complete line arrived since the last idle sweep (a new connection counts as active). */
   #heard = true;
   /** Idle sweeps in a row that found nothing received and no acquire queued. */
   #quietSweeps = 0;
@@ -170,11 +170,14 @@ export class ClientConnection implements AcquireSink, PeerSession {
   /** Bytes read from the client; `chunk` is only valid during the call. */
   receive(chunk: Buffer): void {
     if (this.#closing) return;
-    this.#heard = true;
     let peerFrames = false;
     this.#receiving = true;
     try {
-      for (const frame of this.#decoder.push(chunk)) {
+      const frames = this.#decoder.push(chunk);
+      // Only complete lines keep a connection from idling out: a line trickled a byte at a time
+      // (slowloris) must still end within the idle timeout.
+      if (frames.length > 0) this.#heard = true;
+      for (const frame of frames) {
         if (this.#closing) break;
         if (isDecodeError(frame)) this.#replyDecodeError(frame);
         else if (isPeerFrame(frame)) {
@@ -370,7 +373,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
 
   /**
    * The server's idle sweep, every half idle timeout: two quiet sweeps after the last one that saw
-   * bytes close the connection, between 1 and 1.5 idle timeouts after its last byte. A flag instead
+   * a complete line close the connection, between 1 and 1.5 idle timeouts after it. A flag instead
    * of a timestamp keeps the clock off the path of every read. A client waiting for a lock is never idle.
    */
   sweepIdle(): void {

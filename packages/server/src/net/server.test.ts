@@ -1,31 +1,7 @@
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { LineClient } from "@lock/testkit";
-import { afterEach, describe, expect, it } from "vitest";
-import type { ServerLimits } from "../limits.js";
-import { LockServer } from "./server.js";
-
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function serve(options: { limits?: Partial<ServerLimits>; authToken?: string } = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), "lockd-net-"));
-  const server = await LockServer.start({ port: 0, dataDir, ...options });
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  cleanups.push(() => server.close(100));
-  return server;
-}
-
-async function client(server: LockServer): Promise<LineClient> {
-  const c = await LineClient.connect(server.port);
-  cleanups.push(() => c.close());
-  return c;
-}
+import { describe, expect, it } from "vitest";
+import { client, onCleanup, serve } from "./serve.test.data.js";
 
 const tokenOf = (line: string) => BigInt(line.split(" ")[2]!);
 
@@ -191,17 +167,9 @@ describe("limits and bad input", () => {
   it("stops reading a client that does not read its replies, and serves it all once it does", async () => {
     let answered = 0;
     const observer = { request: () => answered++, granted() {}, error() {} };
-    const dataDir = mkdtempSync(join(tmpdir(), "lockd-net-"));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const server = await LockServer.start({
-      port: 0,
-      dataDir,
-      observer,
-      limits: { writeHighWaterBytes: 64 * 1024 },
-    });
-    cleanups.push(() => server.close(100));
+    const server = await serve({ observer, limits: { writeHighWaterBytes: 64 * 1024 } });
     const socket = connect({ port: server.port, host: "127.0.0.1" });
-    cleanups.push(() => {
+    onCleanup(() => {
       socket.destroy();
     });
     await once(socket, "connect");

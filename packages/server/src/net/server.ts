@@ -146,7 +146,8 @@ export class LockServer {
       onClose: (connection) => this.#connections.delete(connection),
     };
     // One sweep for all connections instead of a socket timeout each, which would be re-armed on
-    // every read and write. A connection is closed between 1 and 1.5 idle timeouts after its last byte.
+    // every read and write. A connection is closed between 1 and 1.5 idle timeouts after its last
+    // complete line: bytes of an unfinished line do not count, so a trickled line cannot hold a slot.
     const idleMs = this.limits.idleTimeoutMs;
     if (idleMs > 0) {
       this.#idleSweep = setInterval(
