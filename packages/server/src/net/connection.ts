@@ -19,6 +19,7 @@ import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
 import type { SecretChecker } from "./auth.js";
+import { endWithLinger } from "./close.js";
 
 /** What every connection shares: the node, the limits and the server-wide facts for `I`. */
 export interface ConnectionContext {
@@ -368,7 +369,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
     this.#ctx.node.engine.closeSession(this.#session);
     this.#closing = true;
     this.#flush();
-    this.#socket.end();
+    endWithLinger(this.#socket);
   }
 
   /**

@@ -11,6 +11,7 @@ import { resolveLimits, type ServerLimits } from "../limits.js";
 import { LockNode } from "../node.js";
 import type { ServerObserver } from "../observer.js";
 import { SecretChecker } from "./auth.js";
+import { endWithLinger } from "./close.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
 
 export interface TlsFiles {
@@ -235,7 +236,8 @@ function refuse(socket: Socket, code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN"):
   socket.on("error", () => {});
   const message =
     code === "SHUTTING_DOWN" ? "the server is shutting down" : "the server is at its connection limit";
-  socket.end(encodeReply({ kind: "E", op: "?", key: "-", code, message }));
+  socket.write(encodeReply({ kind: "E", op: "?", key: "-", code, message }));
+  endWithLinger(socket);
   // Accepted paused: read (and drop) until the client closes, so the socket does close.
   socket.resume();
 }

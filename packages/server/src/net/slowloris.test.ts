@@ -1,3 +1,5 @@
+import { once } from "node:events";
+import { connect } from "node:net";
 import { describe, expect, it } from "vitest";
 import { client, onCleanup, serve } from "./serve.test.data.js";
 
@@ -22,4 +24,16 @@ describe("slow and unauthenticated connections", () => {
     const wellBehaved = await client(server);
     expect(await wellBehaved.request("P in")).toBe("P in");
   }, 5_000);
+
+  it("drops a connection it closed even if the client never closes its end", async () => {
+    const server = await serve({ limits: { idleTimeoutMs: 100 } });
+    // allowHalfOpen: the client keeps its side open after the server's FIN, as a slowloris tool may.
+    const socket = connect({ port: server.port, host: "127.0.0.1", allowHalfOpen: true });
+    onCleanup(() => {
+      socket.destroy();
+    });
+    socket.resume();
+    await once(socket, "end");
+    await expect.poll(() => server.connectionCount, { timeout: 5_000 }).toBe(0);
+  });
 });
