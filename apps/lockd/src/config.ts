@@ -96,6 +96,11 @@ const FLAGS = {
     help: "open client connections",
     limit: "maxConnections",
   },
+  "max-unauthenticated": {
+    env: "LOCKD_MAX_UNAUTHENTICATED",
+    help: "connections not yet authenticated (with an auth token); the oldest makes room for a new one",
+    limit: "maxUnauthenticated",
+  },
   "max-line-bytes": { env: "LOCKD_MAX_LINE_BYTES", help: "longest request line", limit: "maxLineBytes" },
   "max-key-bytes": { env: "LOCKD_MAX_KEY_BYTES", help: "longest key in UTF-8 bytes", limit: "maxKeyBytes" },
   "idle-timeout": {

@@ -101,6 +101,7 @@ describe("lockd process", () => {
     expect(metrics).toMatch(/^lockd_grants_total 2$/m);
     expect(metrics).toMatch(/^lockd_handoffs_total 1$/m);
     expect(metrics).toMatch(/^lockd_keys_held 1$/m);
+    expect(metrics).toMatch(/^lockd_connections_unauthenticated 0$/m);
     expect(metrics).toMatch(/^lockd_queue_wait_seconds_count 1$/m);
   });
 

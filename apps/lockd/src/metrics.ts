@@ -103,6 +103,11 @@ export class LockdMetrics implements ServerObserver {
       (s) => s.node.engine.waiterCount,
     );
     this.#gauge("lockd_connections", "Open client connections", (s) => s.connectionCount);
+    this.#gauge(
+      "lockd_connections_unauthenticated",
+      "Open client connections that have not authenticated yet",
+      (s) => s.unauthenticatedCount,
+    );
     this.#gauge("lockd_epoch", "Current token epoch", (s) => Number(s.node.epoch));
     this.#gauge("lockd_is_active", "1 when this node serves clients", (s) =>
       s.node.role === "active" ? 1 : 0,

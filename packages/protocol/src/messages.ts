@@ -203,6 +203,8 @@ export const ERROR_CODES = {
   TOO_MANY_WAITERS: "the key's wait queue is full",
   TOO_MANY_REQUESTS: "the connection has too many requests outstanding",
   TOO_MANY_CONNECTIONS: "the server is at its connection limit; the connection is closed",
+  TOO_MANY_UNAUTHENTICATED:
+    "a newer connection took this one's slot before it authenticated; the connection is closed",
   TOO_MANY_KEYS: "the server is at its limit of keys held or queued for",
   IDLE_TIMEOUT: "the connection was idle too long; it is closed",
   AUTH_TIMEOUT: "the connection did not authenticate in time; it is closed",
@@ -219,6 +221,7 @@ export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set(["NO_ACTIVE", "SH
 /** Codes after which the server closes the connection. */
 export const FATAL_CODES: ReadonlySet<ErrorCode> = new Set([
   "TOO_MANY_CONNECTIONS",
+  "TOO_MANY_UNAUTHENTICATED",
   "IDLE_TIMEOUT",
   "AUTH_TIMEOUT",
 ]);

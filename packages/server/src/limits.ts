@@ -23,6 +23,12 @@ export interface ServerLimits {
   /** Open client connections (`TOO_MANY_CONNECTIONS`). */
   readonly maxConnections: number;
   /**
+   * With an auth token, connections that have not authenticated yet (`TOO_MANY_UNAUTHENTICATED`):
+   * when this many, or `maxConnections` in all, are open, a new connection takes the slot of the
+   * oldest unauthenticated one.
+   */
+  readonly maxUnauthenticated: number;
+  /**
    * A connection with no complete line received and nothing queued for this long is closed
    * (`IDLE_TIMEOUT`); bytes of an unfinished line do not count. 0 = never.
    */
@@ -44,6 +50,7 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   maxWaitersPerKey: DEFAULT_ENGINE_LIMITS.maxWaitersPerKey,
   maxKeys: DEFAULT_ENGINE_LIMITS.maxKeys,
   maxConnections: 10_000,
+  maxUnauthenticated: 1_000,
   idleTimeoutMs: 10 * 60_000,
   authTimeoutMs: 10_000,
   writeHighWaterBytes: 1 << 20,

@@ -31,6 +31,8 @@ export interface ConnectionContext {
   connectionCount(): number;
   /** Set when this node is part of a cluster: peer frames go to it. */
   readonly cluster: Cluster | undefined;
+  /** Called when the connection authenticates with `H`. */
+  onAuthenticated(connection: ClientConnection): void;
   /** Called once when the connection is gone, whatever closed it. */
   onClose(connection: ClientConnection): void;
 }
@@ -135,6 +137,11 @@ export class ClientConnection implements AcquireSink, PeerSession {
     this.#closing = true;
     this.#flush();
     this.#socket.end();
+  }
+
+  /** Sends a connection-level error line (`E ? - <code>`), then closes (the server evicting it). */
+  closeWithError(code: ErrorCode, message: string): void {
+    this.#fail("?", "-", undefined, code, message);
   }
 
   /** Closes at once, without replies (server stop after the shutdown grace). */
@@ -294,6 +301,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
         }
         this.#authenticated = true;
         if (this.#authTimer) clearTimeout(this.#authTimer);
+        this.#ctx.onAuthenticated(this);
         this.#send({ kind: "H" });
         return;
       case "I":

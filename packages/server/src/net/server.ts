@@ -10,6 +10,7 @@ import type { EngineJournal } from "../engine/engine.js";
 import { resolveLimits, type ServerLimits } from "../limits.js";
 import { LockNode } from "../node.js";
 import type { ServerObserver } from "../observer.js";
+import { Admission } from "./admission.js";
 import { SecretChecker } from "./auth.js";
 import { endWithLinger } from "./close.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
@@ -62,6 +63,7 @@ export class LockServer {
   readonly limits: ServerLimits;
   readonly #server: Server;
   readonly #connections = new Set<ClientConnection>();
+  readonly #admission: Admission<ClientConnection>;
   /** Set when this server is a cluster node. */
   cluster: Cluster | undefined;
   #closing: Promise<void> | undefined;
@@ -71,6 +73,15 @@ export class LockServer {
     this.node = node;
     this.#server = server;
     this.limits = limits;
+    this.#admission = new Admission(
+      limits,
+      () => this.#connections.size,
+      (connection) =>
+        connection.closeWithError(
+          "TOO_MANY_UNAUTHENTICATED",
+          "a newer connection took this slot before this one authenticated",
+        ),
+    );
   }
 
   static async start(options: LockServerOptions): Promise<LockServer> {
@@ -124,6 +135,11 @@ export class LockServer {
     return this.#connections.size;
   }
 
+  /** Connections that have not authenticated yet (always 0 without an auth token). */
+  get unauthenticatedCount(): number {
+    return this.#admission.unauthenticatedCount;
+  }
+
   /** Stops serving: queued acquires get `SHUTTING_DOWN`, connections close within `graceMs`. */
   close(graceMs = 2_000): Promise<void> {
     this.#closing ??= this.#shutdown(graceMs);
@@ -144,7 +160,11 @@ export class LockServer {
       version: options.version ?? "0.0.0",
       connectionCount: () => this.#connections.size,
       cluster: this.cluster,
-      onClose: (connection) => this.#connections.delete(connection),
+      onAuthenticated: (connection) => this.#admission.settled(connection),
+      onClose: (connection) => {
+        this.#connections.delete(connection);
+        this.#admission.settled(connection);
+      },
     };
     // One sweep for all connections instead of a socket timeout each, which would be re-armed on
     // every read and write. A connection is closed between 1 and 1.5 idle timeouts after its last
@@ -161,11 +181,17 @@ export class LockServer {
     }
     const event = options.tls ? "secureConnection" : "connection";
     this.#server.on(event, (socket: Socket) => {
-      if (this.#closing || this.#connections.size >= this.limits.maxConnections) {
-        refuse(socket, this.#closing ? "SHUTTING_DOWN" : "TOO_MANY_CONNECTIONS");
+      if (this.#closing) {
+        refuse(socket, "SHUTTING_DOWN");
         return;
       }
-      this.#connections.add(this.#connect(socket, ctx, event === "connection"));
+      if (!this.#admission.admit(auth !== undefined)) {
+        refuse(socket, "TOO_MANY_CONNECTIONS");
+        return;
+      }
+      const connection = this.#connect(socket, ctx, event === "connection");
+      this.#connections.add(connection);
+      if (auth !== undefined) this.#admission.awaitingAuthentication(connection);
     });
     // TLS handshake failures and the like concern one socket, never the server.
     this.#server.on("tlsClientError", () => {});

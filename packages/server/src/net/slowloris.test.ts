@@ -36,4 +36,28 @@ describe("slow and unauthenticated connections", () => {
     await once(socket, "end");
     await expect.poll(() => server.connectionCount, { timeout: 5_000 }).toBe(0);
   });
+
+  it("keeps connections that have not authenticated from holding the slots an authenticating client needs", async () => {
+    const secret = "a-secret-of-24-characters";
+    const server = await serve({
+      authToken: secret,
+      limits: { maxConnections: 4, maxUnauthenticated: 2, authTimeoutMs: 60_000, idleTimeoutMs: 0 },
+    });
+    const silent = [];
+    for (let i = 0; i < 4; i++) {
+      const c = await client(server);
+      expect(await c.request("P")).toBe("P"); // accepted and served: it holds a slot
+      silent.push(c);
+    }
+    const wellBehaved = await client(server);
+    expect(await wellBehaved.request(`H ${secret}`)).toBe("H");
+    expect(await wellBehaved.request("A k 30 0")).toMatch(/^A k \d+$/);
+    // Each newcomer took the slot of the oldest connection that had not authenticated.
+    for (const c of silent.slice(0, 3)) {
+      expect(await c.next()).toMatch(/^E \? - TOO_MANY_UNAUTHENTICATED - /);
+      await c.closed;
+    }
+    expect(silent[3]!.buffered).toEqual([]);
+    expect(await silent[3]!.request("P")).toBe("P");
+  });
 });
