@@ -113,4 +113,20 @@ describe("lockd process", () => {
     expect(await c.request("A k 30 0")).toMatch(/^A k \d+$/);
     expect(JSON.stringify(lockd.logs)).not.toContain("very-secret-token");
   });
+
+  it("closes a connection on a wrong secret, and counts and logs it without the secret", async () => {
+    const lockd = await start({ admin: true, env: { LOCKD_AUTH_TOKEN: "very-secret-token" } });
+    using c = await LineClient.connect(lockd.port);
+    const remote = `127.0.0.1:${c.socket.localPort}`;
+    c.send("H guessed-secret\nH very-secret-token");
+    expect(await c.next()).toMatch(/^E H - AUTH_FAILED - /);
+    await c.closed;
+    expect(c.buffered).toEqual([]);
+    const entry = await lockd.waitForLog((e) => e.msg === "authentication failed", { since: 0 });
+    expect(entry).toMatchObject({ level: 40, remote, failures: 1 });
+    const metrics = await (await fetch(`http://127.0.0.1:${lockd.adminPort}/metrics`)).text();
+    expect(metrics).toMatch(/^lockd_auth_failures_total 1$/m);
+    expect(metrics).toMatch(/^lockd_errors_total\{code="AUTH_FAILED"\} 1$/m);
+    expect(JSON.stringify(lockd.logs)).not.toContain("guessed-secret");
+  });
 });

@@ -4,6 +4,7 @@ import { LockServer } from "@lock/server";
 import { pino } from "pino";
 import { ConfigError } from "./address.js";
 import { startAdmin } from "./admin.js";
+import { AuthFailureLog } from "./auth-failure-log.js";
 import { parseConfig, usage } from "./config.js";
 import { LockdMetrics } from "./metrics.js";
 import { RateMeter } from "./rate-meter.js";
@@ -29,7 +30,8 @@ async function main(): Promise<void> {
   // collector that died) makes the exit-time flush retry a broken pipe forever, and SIGTERM never
   // finishes.
   const log = pino({ name: "lockd", level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
-  const metrics = new LockdMetrics();
+  const authFailures = new AuthFailureLog((fields, message) => log.warn(fields, message));
+  const metrics = new LockdMetrics((remote) => authFailures.failed(remote));
 
   const server = await LockServer.start({
     host: config.listen.host,
@@ -80,6 +82,7 @@ async function main(): Promise<void> {
     log.info({ signal }, "stopping");
     grantRate.stop();
     await Promise.all([server.close(config.shutdownGraceMs), admin?.close()]);
+    authFailures.flush();
     log.info("stopped");
     process.exit(0);
   };

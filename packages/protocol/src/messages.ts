@@ -136,7 +136,7 @@ export interface PongReply {
   readonly nonce?: string;
 }
 
-/** `H`: authentication accepted. A refused secret gets an `E` reply with `AUTH_FAILED`. */
+/** `H`: authentication accepted. A refused secret gets an `E` reply with `AUTH_FAILED`, and the connection is closed. */
 export interface HelloReply {
   readonly kind: "H";
 }
@@ -197,7 +197,7 @@ export const ERROR_CODES = {
   BAD_ARGUMENT: "another field is malformed",
   // Produced by the server.
   NOT_AUTHENTICATED: "this server requires `H <secret>` before any other verb",
-  AUTH_FAILED: "the secret is wrong",
+  AUTH_FAILED: "the secret is wrong; the connection is closed",
   LEASE_OUT_OF_RANGE: "the lease is 0 or above the server's maximum lease",
   WAIT_OUT_OF_RANGE: "the wait is above the server's maximum wait",
   TOO_MANY_WAITERS: "the key's wait queue is full",
@@ -224,4 +224,5 @@ export const FATAL_CODES: ReadonlySet<ErrorCode> = new Set([
   "TOO_MANY_UNAUTHENTICATED",
   "IDLE_TIMEOUT",
   "AUTH_TIMEOUT",
+  "AUTH_FAILED",
 ]);

@@ -35,6 +35,11 @@ export interface ServerLimits {
   readonly idleTimeoutMs: number;
   /** With an auth token, a connection must authenticate within this time (`AUTH_TIMEOUT`). */
   readonly authTimeoutMs: number;
+  /**
+   * A wrong auth secret is answered (`AUTH_FAILED`) this long after it arrived, then the connection
+   * is closed: one guess per connection, and no faster than this.
+   */
+  readonly authFailureDelayMs: number;
   /** Bytes of replies buffered for a slow reader before the server stops reading its requests. */
   readonly writeHighWaterBytes: number;
 }
@@ -53,6 +58,7 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   maxUnauthenticated: 1_000,
   idleTimeoutMs: 10 * 60_000,
   authTimeoutMs: 10_000,
+  authFailureDelayMs: 100,
   writeHighWaterBytes: 1 << 20,
 });
 

@@ -296,7 +296,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
         return;
       case "H":
         if (this.#ctx.auth !== undefined && !this.#ctx.auth.matches(request.secret)) {
-          this.#error("H", "-", undefined, "AUTH_FAILED", "wrong secret");
+          this.#refuseSecret();
           return;
         }
         this.#authenticated = true;
@@ -308,6 +308,27 @@ export class ClientConnection implements AcquireSink, PeerSession {
         this.#send({ kind: "I", fields: this.#info() });
         return;
     }
+  }
+
+  /**
+   * A wrong secret: nothing more is read or run, `AUTH_FAILED` comes only after
+   * `authFailureDelayMs`, and then the connection closes. Guessing costs a connection and the delay
+   * per try, where it used to cost one line.
+   */
+  #refuseSecret(): void {
+    this.#ctx.node.observer.authFailed(this.remoteAddress);
+    // Closing from now on: later input is dropped, and no other close (idle, eviction) cuts the delay short.
+    this.#closing = true;
+    this.#socket.pause();
+    this.#ctx.node.engine.closeSession(this.#session);
+    if (this.#authTimer) clearTimeout(this.#authTimer);
+    this.#authTimer = setTimeout(() => {
+      this.#error("H", "-", undefined, "AUTH_FAILED", "wrong secret");
+      this.#flush();
+      // Read again (and drop) so a client that closes first is noticed at once.
+      this.#socket.resume();
+      endWithLinger(this.#socket);
+    }, this.#ctx.limits.authFailureDelayMs);
   }
 
   #leaseInRange(op: RequestOp, key: string, id: string | undefined, leaseMs: number): boolean {
