@@ -3,7 +3,8 @@ import { ConfigError } from "./address.js";
 import { type LockdConfig, parseConfig, usage } from "./config.js";
 
 const files: Record<string, string> = {
-  "/secrets/token": "s3cret-token\n",
+  "/secrets/token": "s3cret-token-of-26-letters\n",
+  "/secrets/short": "s3cret-token\n",
   "/tls/cert.pem": "CERT",
   "/tls/key.pem": "KEY",
 };
@@ -44,9 +45,11 @@ describe("lockd configuration", () => {
     expect(() => config(["--listen", "0.0.0.0:7420"])).toThrow(ConfigError);
     expect(config(["--listen", "0.0.0.0:7420", "--insecure"]).insecure).toBe(true);
     expect(config(["--listen", "0.0.0.0:7420", "--auth-token-file", "/secrets/token"]).authToken).toBe(
-      "s3cret-token",
+      "s3cret-token-of-26-letters",
     );
-    expect(config(["--listen", "10.0.0.5:7420"], { LOCKD_AUTH_TOKEN: "abc" }).authToken).toBe("abc");
+    expect(config(["--listen", "10.0.0.5:7420"], { LOCKD_AUTH_TOKEN: "0123456789abcdef" }).authToken).toBe(
+      "0123456789abcdef",
+    );
   });
 
   it("never puts a secret into an error message", () => {
@@ -61,6 +64,29 @@ describe("lockd configuration", () => {
     expect(() => config(["--auth-token-file", "/secrets/token"], { LOCKD_AUTH_TOKEN: "x" })).toThrow(
       /not both/,
     );
+  });
+
+  it("refuses a secret shorter than 16 bytes, naming where it came from but not what it is", () => {
+    const refusals = [
+      [
+        () => config(["--auth-token-file", "/secrets/short"]),
+        /--auth-token-file \/secrets\/short is shorter/,
+      ],
+      [
+        () => config([], { LOCKD_AUTH_TOKEN_FILE: "/secrets/short" }),
+        /LOCKD_AUTH_TOKEN_FILE \(--auth-token-file\) \/secrets\/short is shorter than 16 bytes/,
+      ],
+      [
+        () => config([], { LOCKD_AUTH_TOKEN: "s3cret-token" }),
+        /from LOCKD_AUTH_TOKEN is shorter than 16 bytes/,
+      ],
+      [() => config([], { LOCKD_AUTH_TOKEN: "" }), /from LOCKD_AUTH_TOKEN is shorter than 16 bytes/],
+    ] as const;
+    for (const [parse, message] of refusals) {
+      expect(parse).toThrow(ConfigError);
+      expect(parse).toThrow(message);
+      expect(parse).not.toThrow(/s3cret-token/);
+    }
   });
 
   it("loads TLS files only as a pair", () => {

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { formatAddress } from "@lock/protocol";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
+import { readSecret, readSecretFile, type Setting } from "./secrets.js";
 
 /**
  * lockd's configuration from flags and `LOCKD_*` environment variables (a flag wins over its
@@ -168,11 +169,15 @@ export function parseConfig(
   }
   if (values.help) return { help: true };
 
-  const get = (name: FlagName): string | undefined => {
+  const setting = (name: FlagName): Setting | undefined => {
     const flag = FLAGS[name];
-    const value = (values[name] as string | undefined) ?? env[flag.env];
-    return value ?? ("default" in flag ? flag.default : undefined);
+    const fromFlag = values[name] as string | undefined;
+    if (fromFlag !== undefined) return { text: fromFlag, origin: `--${name}` };
+    const fromEnv = env[flag.env];
+    if (fromEnv !== undefined) return { text: fromEnv, origin: `${flag.env} (--${name})` };
+    return "default" in flag ? { text: flag.default, origin: `--${name}` } : undefined;
   };
+  const get = (name: FlagName): string | undefined => setting(name)?.text;
 
   const listen = parseHostPort(get("listen")!, "--listen");
   const advertise = get("advertise");
@@ -180,7 +185,14 @@ export function parseConfig(
   const adminText = get("admin");
   const admin = adminText === undefined || adminText === "" ? undefined : parseHostPort(adminText, "--admin");
 
-  const authToken = readAuthToken(get("auth-token-file"), env.LOCKD_AUTH_TOKEN, readFile);
+  const authToken = readSecret(
+    "the auth token",
+    setting("auth-token-file"),
+    env.LOCKD_AUTH_TOKEN === undefined
+      ? undefined
+      : { text: env.LOCKD_AUTH_TOKEN, origin: "LOCKD_AUTH_TOKEN" },
+    readFile,
+  );
   const insecure = values.insecure === true || env.LOCKD_INSECURE === "1" || env.LOCKD_INSECURE === "true";
   if (!isLoopback(listen.host) && authToken === undefined && !insecure) {
     throw new ConfigError(
@@ -248,33 +260,4 @@ function parseNumber(text: string, what: string, scale: number): number {
   if (!/^\d+(\.\d{1,3})?$/.test(text))
     throw new ConfigError(`${what}: expected a non-negative number, got "${text}"`);
   return Math.round(Number(text) * scale);
-}
-
-function readAuthToken(
-  file: string | undefined,
-  fromEnv: string | undefined,
-  readFile: (path: string) => Buffer,
-): string | undefined {
-  if (file !== undefined && fromEnv !== undefined) {
-    throw new ConfigError("set either --auth-token-file or LOCKD_AUTH_TOKEN, not both");
-  }
-  const raw = file !== undefined ? readSecretFile(file, readFile).toString("utf8") : fromEnv;
-  if (raw === undefined) return undefined;
-  const token = raw.trim();
-  // The protocol's secret field: 1-1024 printable ASCII characters without space.
-  if (!/^[\x21-\x7e]{1,1024}$/.test(token)) {
-    throw new ConfigError("the auth token must be 1-1024 printable ASCII characters without spaces");
-  }
-  return token;
-}
-
-function readSecretFile(path: string, readFile: (path: string) => Buffer): Buffer {
-  try {
-    return readFile(path);
-  } catch (error) {
-    // The path is safe to show; the content never is.
-    throw new ConfigError(
-      `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
-    );
-  }
 }
