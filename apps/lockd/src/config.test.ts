@@ -101,8 +101,93 @@ describe("lockd configuration", () => {
     expect(() => config(["--listen", "7420"])).toThrow(/expected host:port/);
     expect(() => config(["--listen", "host:99999"])).toThrow(/expected host:port/);
     expect(() => config(["--max-lease=-1"])).toThrow(/non-negative number/);
-    expect(() => config(["--max-keys", "lots"])).toThrow(/non-negative number/);
+    expect(() => config(["--max-keys", "lots"])).toThrow(/expected a whole number/);
     expect(() => config(["--bogus"])).toThrow(ConfigError);
+  });
+
+  it("refuses durations Node timers cannot wait, naming the flag or the variable it came from", () => {
+    const tooLong = "2147483.648"; // 2^31 ms: Node fires such a timer after 1 ms
+    for (const flag of [
+      "idle-timeout",
+      "auth-timeout",
+      "shutdown-grace",
+      "max-lease",
+      "max-wait",
+      "heartbeat-interval",
+      "peer-timeout",
+    ]) {
+      const variable = `LOCKD_${flag.toUpperCase().replaceAll("-", "_")}`;
+      expect(() => config([`--${flag}`, tooLong])).toThrow(
+        new RegExp(`^--${flag}: must be at most 2147483.647 s`),
+      );
+      expect(() => config([], { [variable]: tooLong })).toThrow(
+        new RegExp(`^${variable} \\(--${flag}\\): must be at most 2147483.647 s`),
+      );
+    }
+    expect(() => config(["--idle-timeout", "4294968"])).toThrow(/--idle-timeout: must be at most/);
+    expect(() => config(["--max-lease", "99999999999999999999999"])).toThrow(/--max-lease: must be at most/);
+    const longest = config(["--idle-timeout", "2147483.647", "--shutdown-grace", "2147483.647"]);
+    expect(longest.limits.idleTimeoutMs).toBe(2 ** 31 - 1);
+    expect(longest.shutdownGraceMs).toBe(2 ** 31 - 1);
+  });
+
+  it("refuses limits no server could work with", () => {
+    const refusals: Array<[string[], RegExp]> = [
+      [["--max-line-bytes", "0"], /^--max-line-bytes: must be at least 1152 bytes/],
+      [["--max-line-bytes", "1"], /^--max-line-bytes: must be at least 1152 bytes/],
+      [["--max-key-bytes", "0"], /^--max-key-bytes: must be at least 1, got "0"/],
+      [["--max-key-bytes", "64", "--max-line-bytes", "191"], /^--max-line-bytes: must be at least 192 bytes/],
+      [["--max-key-bytes", "65536"], /^--max-line-bytes \(default 65536\): must be at least 65664 bytes/],
+      [["--max-connections", "0"], /^--max-connections: must be at least 1/],
+      [["--max-unauthenticated", "0"], /^--max-unauthenticated: must be at least 1/],
+      [["--max-pending", "0"], /^--max-pending: must be at least 1/],
+      [["--max-waiters-per-key", "0"], /^--max-waiters-per-key: must be at least 1/],
+      [["--max-keys", "0"], /^--max-keys: must be at least 1/],
+      [["--max-keys", "1.5"], /^--max-keys: expected a whole number/],
+      [["--max-keys", "9007199254740992"], /^--max-keys: must be at most 9007199254740991/],
+      [["--max-lease", "0"], /^--max-lease: must be at least 0.001 s/],
+      [["--max-wait", "0"], /^--max-wait: must be at least 0.001 s/],
+      [["--auth-timeout", "0"], /^--auth-timeout: must be at least 0.001 s/],
+      [["--heartbeat-interval", "0"], /^--heartbeat-interval: must be at least 0.001 s/],
+      [["--peer-timeout", "0.1"], /^--peer-timeout: must be longer than --heartbeat-interval \(0.1 s\)/],
+      [
+        ["--heartbeat-interval", "0.5"],
+        /^--peer-timeout \(default 0.5\): must be longer than --heartbeat-interval/,
+      ],
+    ];
+    for (const [argv, message] of refusals) expect(() => config(argv), argv.join(" ")).toThrow(message);
+    expect(() => config([], { LOCKD_MAX_LINE_BYTES: "1" })).toThrow(
+      /^LOCKD_MAX_LINE_BYTES \(--max-line-bytes\): must be at least 1152 bytes/,
+    );
+    // The smallest workable values are accepted; an idle timeout of 0 means never.
+    const smallest = config(
+      [
+        ["--max-key-bytes", "1"],
+        ["--max-line-bytes", "129"],
+        ["--max-connections", "1"],
+        ["--idle-timeout", "0"],
+        ["--heartbeat-interval", "0.001"],
+        ["--peer-timeout", "0.002"],
+      ].flat(),
+    );
+    expect(smallest.limits).toMatchObject({
+      maxKeyBytes: 1,
+      maxLineBytes: 129,
+      maxConnections: 1,
+      idleTimeoutMs: 0,
+    });
+    expect([smallest.heartbeatMs, smallest.peerTimeoutMs]).toEqual([1, 2]);
+  });
+
+  it("refuses a line limit too short for H with the auth token", () => {
+    const token = "t".repeat(200);
+    expect(() =>
+      config(["--max-key-bytes", "1", "--max-line-bytes", "202"], { LOCKD_AUTH_TOKEN: token }),
+    ).toThrow(/^--max-line-bytes: too short for `H <auth token>`/);
+    expect(
+      config(["--max-key-bytes", "1", "--max-line-bytes", "203"], { LOCKD_AUTH_TOKEN: token }).limits
+        .maxLineBytes,
+    ).toBe(203);
   });
 
   it("documents every flag in --help", () => {

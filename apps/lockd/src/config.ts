@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { formatAddress } from "@lock/protocol";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
+import { parseCount, parseSeconds } from "./numbers.js";
 import { readSecret, readSecretFile, type Setting } from "./secrets.js";
 
 /**
@@ -25,9 +26,16 @@ export interface LockdConfig {
   readonly limits: Partial<ServerLimits>;
   /** Cluster peers, highest priority first, including this node's advertised address. */
   readonly peers: readonly string[] | undefined;
-  readonly heartbeatMs: number | undefined;
-  readonly peerTimeoutMs: number | undefined;
+  readonly heartbeatMs: number;
+  readonly peerTimeoutMs: number;
 }
+
+/**
+ * Bytes a line needs besides its key: the longest request (`A <key> <lease> <wait> <id>`, 98) and
+ * the longest replication frame a standby reads on this port (`!G <seq> <key> <token> <leaseMs>
+ * <id>`, 118), with some to spare.
+ */
+const LINE_ROOM_AROUND_KEY = 128;
 
 /** Each flag, its environment variable, and its help line (docs/operations.md mirrors this). */
 const FLAGS = {
@@ -42,11 +50,15 @@ const FLAGS = {
   },
   "heartbeat-interval": {
     env: "LOCKD_HEARTBEAT_INTERVAL",
-    help: "seconds between peer heartbeats (default 0.1)",
+    default: "0.1",
+    help: "seconds between peer heartbeats",
+    seconds: { minMs: 1 },
   },
   "peer-timeout": {
     env: "LOCKD_PEER_TIMEOUT",
-    help: "seconds without a heartbeat before a peer is dead (default 0.5)",
+    default: "0.5",
+    help: "seconds without a heartbeat before a peer is dead; longer than --heartbeat-interval",
+    seconds: { minMs: 1 },
   },
   "data-dir": { env: "LOCKD_DATA_DIR", default: ".lockd", help: "directory for the token epoch" },
   admin: {
@@ -68,60 +80,87 @@ const FLAGS = {
     env: "LOCKD_SHUTDOWN_GRACE",
     default: "2",
     help: "seconds to let connections close on stop",
+    seconds: { minMs: 0 },
   },
   "max-lease": {
     env: "LOCKD_MAX_LEASE",
     help: "longest lease in seconds",
     limit: "maxLeaseMs",
-    seconds: true,
+    seconds: { minMs: 1 },
   },
   "max-wait": {
     env: "LOCKD_MAX_WAIT",
     help: "longest bounded wait in seconds",
     limit: "maxWaitMs",
-    seconds: true,
+    seconds: { minMs: 1 },
   },
   "max-pending": {
     env: "LOCKD_MAX_PENDING",
     help: "queued acquires per connection",
     limit: "maxPendingPerConnection",
+    count: { min: 1 },
   },
   "max-waiters-per-key": {
     env: "LOCKD_MAX_WAITERS_PER_KEY",
     help: "queued acquires per key",
     limit: "maxWaitersPerKey",
+    count: { min: 1 },
   },
-  "max-keys": { env: "LOCKD_MAX_KEYS", help: "keys held at once", limit: "maxKeys" },
+  "max-keys": { env: "LOCKD_MAX_KEYS", help: "keys held at once", limit: "maxKeys", count: { min: 1 } },
   "max-connections": {
     env: "LOCKD_MAX_CONNECTIONS",
     help: "open client connections",
     limit: "maxConnections",
+    count: { min: 1 },
   },
   "max-unauthenticated": {
     env: "LOCKD_MAX_UNAUTHENTICATED",
     help: "connections not yet authenticated (with an auth token); the oldest makes room for a new one",
     limit: "maxUnauthenticated",
+    count: { min: 1 },
   },
-  "max-line-bytes": { env: "LOCKD_MAX_LINE_BYTES", help: "longest request line", limit: "maxLineBytes" },
-  "max-key-bytes": { env: "LOCKD_MAX_KEY_BYTES", help: "longest key in UTF-8 bytes", limit: "maxKeyBytes" },
+  "max-line-bytes": {
+    env: "LOCKD_MAX_LINE_BYTES",
+    help: `longest request line; at least --max-key-bytes + ${LINE_ROOM_AROUND_KEY}`,
+    limit: "maxLineBytes",
+    // The minimum depends on --max-key-bytes and the auth token: checkLineRoom says what it is.
+    count: { min: 0 },
+  },
+  "max-key-bytes": {
+    env: "LOCKD_MAX_KEY_BYTES",
+    help: "longest key in UTF-8 bytes",
+    limit: "maxKeyBytes",
+    count: { min: 1 },
+  },
   "idle-timeout": {
     env: "LOCKD_IDLE_TIMEOUT",
     help: "seconds before an idle connection is closed (0: never)",
     limit: "idleTimeoutMs",
-    seconds: true,
+    seconds: { minMs: 0 },
   },
   "auth-timeout": {
     env: "LOCKD_AUTH_TIMEOUT",
     help: "seconds a connection has to authenticate",
     limit: "authTimeoutMs",
-    seconds: true,
+    seconds: { minMs: 1 },
   },
 } as const satisfies Record<
   string,
-  { env: string; help: string; default?: string; limit?: keyof ServerLimits; seconds?: boolean }
+  {
+    env: string;
+    help: string;
+    default?: string;
+    limit?: keyof ServerLimits;
+    /** A duration in seconds (held in ms), from `minMs` to the longest Node timer. */
+    seconds?: { minMs: number };
+    /** A whole number from `min`. */
+    count?: { min: number };
+  }
 >;
 
 type FlagName = keyof typeof FLAGS;
+type Flag = (typeof FLAGS)[FlagName];
+type NumberFlag = Extract<Flag, { seconds: object } | { count: object }>;
 
 export function usage(): string {
   const lines = ["usage: lockd [flags]", ""];
@@ -141,7 +180,7 @@ export function usage(): string {
   return lines.join("\n");
 }
 
-function defaultLimit(flag: { limit: keyof ServerLimits; seconds?: boolean }): string {
+function defaultLimit(flag: { limit: keyof ServerLimits; seconds?: object }): string {
   const value = DEFAULT_SERVER_LIMITS[flag.limit];
   return flag.seconds ? `${value / 1000} s` : String(value);
 }
@@ -175,9 +214,17 @@ export function parseConfig(
     if (fromFlag !== undefined) return { text: fromFlag, origin: `--${name}` };
     const fromEnv = env[flag.env];
     if (fromEnv !== undefined) return { text: fromEnv, origin: `${flag.env} (--${name})` };
-    return "default" in flag ? { text: flag.default, origin: `--${name}` } : undefined;
+    return "default" in flag
+      ? { text: flag.default, origin: `--${name} (default ${flag.default})` }
+      : undefined;
   };
   const get = (name: FlagName): string | undefined => setting(name)?.text;
+  const numberOf = (name: FlagName): number | undefined => {
+    const found = setting(name);
+    if (found === undefined) return undefined;
+    const flag = FLAGS[name] as NumberFlag;
+    return "seconds" in flag ? parseSeconds(found, flag.seconds.minMs) : parseCount(found, flag.count.min);
+  };
 
   const listen = parseHostPort(get("listen")!, "--listen");
   const advertise = get("advertise");
@@ -215,10 +262,10 @@ export function parseConfig(
   const limits: Partial<Record<keyof ServerLimits, number>> = {};
   for (const [name, flag] of Object.entries(FLAGS) as Array<[FlagName, (typeof FLAGS)[FlagName]]>) {
     if (!("limit" in flag)) continue;
-    const text = get(name);
-    if (text === undefined) continue;
-    limits[flag.limit] = parseNumber(text, `--${name}`, "seconds" in flag && flag.seconds ? 1000 : 1);
+    const value = numberOf(name);
+    if (value !== undefined) limits[flag.limit] = value;
   }
+  checkLineRoom(limits, setting("max-line-bytes"), authToken);
 
   const peersText = get("peers");
   const peers = peersText === undefined || peersText === "" ? undefined : peersText.split(",");
@@ -232,8 +279,14 @@ export function parseConfig(
     }
     if (new Set(peers).size !== peers.length) throw new ConfigError("--peers lists a node twice");
   }
-  const heartbeat = get("heartbeat-interval");
-  const peerTimeout = get("peer-timeout");
+  const heartbeatMs = numberOf("heartbeat-interval")!;
+  const peerTimeoutMs = numberOf("peer-timeout")!;
+  // A peer timeout no longer than the heartbeat interval declares every peer dead between two heartbeats.
+  if (peerTimeoutMs <= heartbeatMs) {
+    throw new ConfigError(
+      `${setting("peer-timeout")!.origin}: must be longer than --heartbeat-interval (${heartbeatMs / 1000} s)`,
+    );
+  }
 
   return {
     help: false,
@@ -247,17 +300,35 @@ export function parseConfig(
       tlsCa,
       insecure,
       logLevel: get("log-level")!,
-      shutdownGraceMs: parseNumber(get("shutdown-grace")!, "--shutdown-grace", 1000),
+      shutdownGraceMs: numberOf("shutdown-grace")!,
       limits,
       peers,
-      heartbeatMs: heartbeat === undefined ? undefined : parseNumber(heartbeat, "--heartbeat-interval", 1000),
-      peerTimeoutMs: peerTimeout === undefined ? undefined : parseNumber(peerTimeout, "--peer-timeout", 1000),
+      heartbeatMs,
+      peerTimeoutMs,
     },
   };
 }
 
-function parseNumber(text: string, what: string, scale: number): number {
-  if (!/^\d+(\.\d{1,3})?$/.test(text))
-    throw new ConfigError(`${what}: expected a non-negative number, got "${text}"`);
-  return Math.round(Number(text) * scale);
+/**
+ * `--max-line-bytes` must fit every request with a key of `--max-key-bytes`, and `H <auth token>`:
+ * a smaller limit would refuse valid keys, or every authentication, as LINE_TOO_LONG.
+ */
+function checkLineRoom(
+  limits: Partial<Record<keyof ServerLimits, number>>,
+  line: Setting | undefined,
+  authToken: string | undefined,
+): void {
+  const maxLineBytes = limits.maxLineBytes ?? DEFAULT_SERVER_LIMITS.maxLineBytes;
+  const maxKeyBytes = limits.maxKeyBytes ?? DEFAULT_SERVER_LIMITS.maxKeyBytes;
+  const origin = line?.origin ?? `--max-line-bytes (default ${maxLineBytes})`;
+  const needed = maxKeyBytes + LINE_ROOM_AROUND_KEY;
+  if (maxLineBytes < needed) {
+    throw new ConfigError(
+      `${origin}: must be at least ${needed} bytes (--max-key-bytes ${maxKeyBytes} + ${LINE_ROOM_AROUND_KEY}), got ${maxLineBytes}`,
+    );
+  }
+  // "H", a space, the token and "\n". The token's length stays out of the message.
+  if (authToken !== undefined && maxLineBytes < authToken.length + 3) {
+    throw new ConfigError(`${origin}: too short for \`H <auth token>\``);
+  }
 }

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LineClient, LOCKD_MAIN, LockdProcess } from "@lock/testkit";
@@ -18,6 +19,25 @@ async function start(options: Parameters<typeof LockdProcess.start>[0] = {}): Pr
 }
 
 const tokenOf = (line: string) => BigInt(line.split(" ")[2]!);
+
+/** Runs lockd to its exit (one that does not start), with its own data directory. */
+async function runLockd(args: string[], env: Record<string, string> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), "lockd-run-"));
+  try {
+    const child = spawn(process.execPath, [LOCKD_MAIN, "--data-dir", dataDir, ...args], {
+      env: { PATH: process.env.PATH ?? "", ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    const [code] = (await once(child, "close")) as [number | null];
+    return { code, stderr };
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
 
 describe("lockd process", () => {
   it("issues larger tokens after a restart on the same data directory, even after kill -9", async () => {
@@ -82,6 +102,24 @@ describe("lockd process", () => {
     await expect(LockdProcess.start({ args: ["--listen", "0.0.0.0:0"] })).rejects.toThrow(
       /without an auth token/,
     );
+  });
+
+  it("exits with status 2 on a degenerate limit or an overlong duration before it binds its port", async () => {
+    // The port is taken: had lockd tried to bind it, it would exit 1 (port in use), not 2.
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const listen = ["--listen", `127.0.0.1:${port}`];
+      const lineTooShort = await runLockd([...listen, "--max-line-bytes", "1"]);
+      expect(lineTooShort.code).toBe(2);
+      expect(lineTooShort.stderr).toMatch(/^lockd: --max-line-bytes: must be at least 1152 bytes/);
+      const idleOverflow = await runLockd(listen, { LOCKD_IDLE_TIMEOUT: "4294968" });
+      expect(idleOverflow.code).toBe(2);
+      expect(idleOverflow.stderr).toMatch(/^lockd: LOCKD_IDLE_TIMEOUT \(--idle-timeout\): must be at most/);
+    } finally {
+      taken.close();
+    }
   });
 
   it("serves health, status and Prometheus metrics on the admin port", async () => {

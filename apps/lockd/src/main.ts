@@ -48,10 +48,7 @@ async function main(): Promise<void> {
           cluster: {
             peers: config.peers,
             ...(config.tls ? { tls: config.tlsCa ? { ca: config.tlsCa } : {} } : {}),
-            timing: {
-              ...(config.heartbeatMs ? { heartbeatMs: config.heartbeatMs } : {}),
-              ...(config.peerTimeoutMs ? { peerTimeoutMs: config.peerTimeoutMs } : {}),
-            },
+            timing: { heartbeatMs: config.heartbeatMs, peerTimeoutMs: config.peerTimeoutMs },
             events: {
               roleChanged: (role, reason, epoch) => {
                 metrics.roleChanged(role);

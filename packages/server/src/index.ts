@@ -20,7 +20,7 @@ export {
   TokenIssuer,
 } from "./engine/index.js";
 export type { ServerLimits } from "./limits.js";
-export { DEFAULT_SERVER_LIMITS, resolveLimits } from "./limits.js";
+export { DEFAULT_SERVER_LIMITS, resolveLimits, TIMER_MAX_MS } from "./limits.js";
 export type { LockServerOptions, TlsFiles } from "./net/server.js";
 export { DEFAULT_PORT, LockServer } from "./net/server.js";
 export type { AcquireSink, LockNodeOptions, NodeRole } from "./node.js";

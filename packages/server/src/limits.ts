@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS } from "@lock/protocol";
+import { checkLimits, DEFAULT_LIMITS } from "@lock/protocol";
 import { DEFAULT_ENGINE_LIMITS } from "./engine/engine.js";
 
 /**
@@ -62,6 +62,26 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   writeHighWaterBytes: 1 << 20,
 });
 
+/**
+ * The longest delay Node's timers support (2^31 - 1 ms, about 24.8 days). A longer one does not
+ * wait longer: Node fires it after 1 ms.
+ */
+export const TIMER_MAX_MS = 2 ** 31 - 1;
+
+/** Limits that become timer delays (a lease or wait deadline, the idle sweep, the auth timers). */
+const DURATIONS = [
+  "maxLeaseMs",
+  "maxWaitMs",
+  "idleTimeoutMs",
+  "authTimeoutMs",
+  "authFailureDelayMs",
+] as const;
+
+/**
+ * The defaults with `overrides` applied. Throws a RangeError, before anything is bound, for a limit
+ * that no connection could work with, which would otherwise fail on the first connection or turn
+ * into a timer that fires at once.
+ */
 export function resolveLimits(overrides: Partial<ServerLimits> = {}): ServerLimits {
   const limits = { ...DEFAULT_SERVER_LIMITS };
   for (const [name, value] of Object.entries(overrides)) {
@@ -71,5 +91,11 @@ export function resolveLimits(overrides: Partial<ServerLimits> = {}): ServerLimi
     }
     (limits as Record<string, number>)[name] = value;
   }
+  for (const name of DURATIONS) {
+    if (limits[name] > TIMER_MAX_MS) {
+      throw new RangeError(`limit ${name} must be at most ${TIMER_MAX_MS} ms, got ${limits[name]}`);
+    }
+  }
+  checkLimits(limits);
   return limits;
 }
