@@ -52,6 +52,23 @@ describe("lockd configuration", () => {
     );
   });
 
+  it("refuses a non-loopback admin server without an admin token unless --insecure", () => {
+    for (const admin of ["0.0.0.0:7421", "[::]:7421", "10.0.0.5:7421", "lockd-a.internal:7421"]) {
+      expect(() => config(["--admin", admin])).toThrow(/^--admin: refusing to serve the admin HTTP server/);
+      expect(config(["--admin", admin, "--insecure"]).admin).toBeDefined();
+    }
+    expect(() => config([], { LOCKD_ADMIN: "0.0.0.0:7421" })).toThrow(/^LOCKD_ADMIN \(--admin\): refusing/);
+    const withToken = config(["--admin", "0.0.0.0:7421", "--admin-token-file", "/secrets/token"]);
+    expect(withToken.adminToken).toBe("s3cret-token-of-26-letters");
+    expect(config(["--admin", "[::]:7421"], { LOCKD_ADMIN_TOKEN: "0123456789abcdef" }).adminToken).toBe(
+      "0123456789abcdef",
+    );
+    expect(() => config(["--admin", "[::1]:7421"], { LOCKD_ADMIN_TOKEN: "short" })).toThrow(
+      /^the admin token from LOCKD_ADMIN_TOKEN is shorter than 16 bytes/,
+    );
+    expect(config(["--admin", "127.0.0.1:7421"]).adminToken).toBeUndefined();
+  });
+
   it("never puts a secret into an error message", () => {
     files["/secrets/bad"] = "has a space";
     expect(() => config(["--auth-token-file", "/secrets/bad"])).toThrow(/printable ASCII/);

@@ -4,7 +4,7 @@ import { formatAddress } from "@lock/protocol";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
 import { parseCount, parseSeconds } from "./numbers.js";
-import { readSecret, readSecretFile, type Setting } from "./secrets.js";
+import { readSecret, readSecretFile, type Setting, secretFromEnv } from "./secrets.js";
 
 /**
  * lockd's configuration from flags and `LOCKD_*` environment variables (a flag wins over its
@@ -17,6 +17,8 @@ export interface LockdConfig {
   readonly dataDir: string;
   readonly admin: HostPort | undefined;
   readonly authToken: string | undefined;
+  /** With it, the admin server asks for `Authorization: Bearer <adminToken>` (all but /healthz). */
+  readonly adminToken: string | undefined;
   readonly tls: { cert: Buffer; key: Buffer } | undefined;
   /** CA certificates that peers' certificates must chain to (cluster links over TLS). */
   readonly tlsCa: Buffer | undefined;
@@ -64,6 +66,10 @@ const FLAGS = {
   admin: {
     env: "LOCKD_ADMIN",
     help: "host:port for the HTTP admin server (healthz, status, metrics); off if unset",
+  },
+  "admin-token-file": {
+    env: "LOCKD_ADMIN_TOKEN_FILE",
+    help: "file holding a bearer token the admin server asks for (or set LOCKD_ADMIN_TOKEN)",
   },
   "auth-token-file": {
     env: "LOCKD_AUTH_TOKEN_FILE",
@@ -174,7 +180,7 @@ export function usage(): string {
     lines.push(`  --${name.padEnd(22)} ${flag.help}${fallback}  [${flag.env}]`);
   }
   lines.push(
-    `  --${"insecure".padEnd(22)} allow a non-loopback --listen without an auth token  [LOCKD_INSECURE=1]`,
+    `  --${"insecure".padEnd(22)} allow a non-loopback --listen without an auth token, or --admin without an admin token  [LOCKD_INSECURE=1]`,
   );
   lines.push(`  --${"help".padEnd(22)} print this help`);
   return lines.join("\n");
@@ -235,15 +241,25 @@ export function parseConfig(
   const authToken = readSecret(
     "the auth token",
     setting("auth-token-file"),
-    env.LOCKD_AUTH_TOKEN === undefined
-      ? undefined
-      : { text: env.LOCKD_AUTH_TOKEN, origin: "LOCKD_AUTH_TOKEN" },
+    secretFromEnv(env, "LOCKD_AUTH_TOKEN"),
+    readFile,
+  );
+  const adminToken = readSecret(
+    "the admin token",
+    setting("admin-token-file"),
+    secretFromEnv(env, "LOCKD_ADMIN_TOKEN"),
     readFile,
   );
   const insecure = values.insecure === true || env.LOCKD_INSECURE === "1" || env.LOCKD_INSECURE === "true";
   if (!isLoopback(listen.host) && authToken === undefined && !insecure) {
     throw new ConfigError(
       `refusing to serve ${listen.host} without an auth token: set --auth-token-file (or LOCKD_AUTH_TOKEN), or pass --insecure`,
+    );
+  }
+  // /status and /metrics describe the whole service to whoever can reach them.
+  if (admin !== undefined && !isLoopback(admin.host) && adminToken === undefined && !insecure) {
+    throw new ConfigError(
+      `${setting("admin")!.origin}: refusing to serve the admin HTTP server on ${admin.host} without an admin token: set --admin-token-file (or LOCKD_ADMIN_TOKEN), or pass --insecure`,
     );
   }
 
@@ -296,6 +312,7 @@ export function parseConfig(
       dataDir: get("data-dir")!,
       admin,
       authToken,
+      adminToken,
       tls,
       tlsCa,
       insecure,

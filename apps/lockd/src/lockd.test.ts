@@ -167,4 +167,25 @@ describe("lockd process", () => {
     expect(metrics).toMatch(/^lockd_errors_total\{code="AUTH_FAILED"\} 1$/m);
     expect(JSON.stringify(lockd.logs)).not.toContain("guessed-secret");
   });
+
+  it("asks for the admin token, when one is set, on everything but /healthz", async () => {
+    const adminToken = "admin-token-of-24-chars!";
+    const lockd = await start({ admin: true, env: { LOCKD_ADMIN_TOKEN: adminToken } });
+    const base = `http://127.0.0.1:${lockd.adminPort}`;
+    const get = (path: string, authorization?: string) =>
+      fetch(`${base}${path}`, authorization ? { headers: { authorization } } : {});
+    expect((await get("/healthz")).status).toBe(200);
+    expect((await get("/healthz?probe=1")).status).toBe(200);
+    for (const path of ["/metrics", "/status", "/metrics?x=/healthz", "/nowhere"]) {
+      const refused = await get(path);
+      expect(refused.status, path).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="lockd"');
+      expect((await get(path, "Bearer wrong-admin-token-guess")).status, path).toBe(401);
+    }
+    const metrics = await get("/metrics", `Bearer ${adminToken}`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/^lockd_keys_held 0$/m);
+    expect((await get("/status", `bearer ${adminToken}`)).status).toBe(200);
+    expect(JSON.stringify(lockd.logs)).not.toContain(adminToken);
+  });
 });

@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   metrics.attach(server);
   const grantRate = new RateMeter(() => server.node.engine.counters.grants);
   const admin = config.admin
-    ? await startAdmin(config.admin, { server, metrics, grantRate, version })
+    ? await startAdmin(config.admin, { server, metrics, grantRate, version, adminToken: config.adminToken })
     : undefined;
   const adminAddress = admin?.server.address();
 
@@ -97,6 +97,7 @@ async function main(): Promise<void> {
       adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
       tls: config.tls !== undefined,
       auth: config.authToken !== undefined,
+      adminAuth: config.adminToken !== undefined,
       peers: config.peers ?? null,
     },
     "lockd ready",

@@ -46,6 +46,12 @@ export function readSecret(
   return secret;
 }
 
+/** A secret held by the environment variable `name` itself, if it is set. */
+export function secretFromEnv(env: NodeJS.ProcessEnv, name: string): Setting | undefined {
+  const text = env[name];
+  return text === undefined ? undefined : { text, origin: name };
+}
+
 /** Reads a file whose content must never be shown (a secret, a private key). */
 export function readSecretFile(path: string, readFile: (path: string) => Buffer): Buffer {
   try {

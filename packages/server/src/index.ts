@@ -21,6 +21,7 @@ export {
 } from "./engine/index.js";
 export type { ServerLimits } from "./limits.js";
 export { DEFAULT_SERVER_LIMITS, resolveLimits, TIMER_MAX_MS } from "./limits.js";
+export { SecretChecker } from "./net/auth.js";
 export type { LockServerOptions, TlsFiles } from "./net/server.js";
 export { DEFAULT_PORT, LockServer } from "./net/server.js";
 export type { AcquireSink, LockNodeOptions, NodeRole } from "./node.js";
