@@ -117,6 +117,10 @@ describe("lockd configuration", () => {
   it("rejects malformed values and unknown flags with a clear error", () => {
     expect(() => config(["--listen", "7420"])).toThrow(/expected host:port/);
     expect(() => config(["--listen", "host:99999"])).toThrow(/expected host:port/);
+    expect(() => config([], { LOCKD_ADMIN: "7421" })).toThrow(/^LOCKD_ADMIN \(--admin\): expected host:port/);
+    expect(() => config([], { LOCKD_PEERS: "a:1,b" })).toThrow(
+      /^LOCKD_PEERS \(--peers\): expected host:port/,
+    );
     expect(() => config(["--max-lease=-1"])).toThrow(/non-negative number/);
     expect(() => config(["--max-keys", "lots"])).toThrow(/expected a whole number/);
     expect(() => config(["--bogus"])).toThrow(ConfigError);

@@ -232,11 +232,13 @@ export function parseConfig(
     return "seconds" in flag ? parseSeconds(found, flag.seconds.minMs) : parseCount(found, flag.count.min);
   };
 
-  const listen = parseHostPort(get("listen")!, "--listen");
-  const advertise = get("advertise");
-  if (advertise !== undefined) parseHostPort(advertise, "--advertise");
-  const adminText = get("admin");
-  const admin = adminText === undefined || adminText === "" ? undefined : parseHostPort(adminText, "--admin");
+  const hostPortOf = (found: Setting) => parseHostPort(found.text, found.origin);
+  const listen = hostPortOf(setting("listen")!);
+  const advertise = setting("advertise");
+  if (advertise !== undefined) hostPortOf(advertise);
+  const adminSetting = setting("admin");
+  // An empty LOCKD_ADMIN turns the admin server off, like leaving it unset.
+  const admin = adminSetting === undefined || adminSetting.text === "" ? undefined : hostPortOf(adminSetting);
 
   const authToken = readSecret(
     "the auth token",
@@ -286,8 +288,8 @@ export function parseConfig(
   const peersText = get("peers");
   const peers = peersText === undefined || peersText === "" ? undefined : peersText.split(",");
   if (peers) {
-    for (const peer of peers) parseHostPort(peer, "--peers");
-    const self = advertise ?? formatAddress(listen.host, listen.port);
+    for (const peer of peers) parseHostPort(peer, setting("peers")!.origin);
+    const self = advertise?.text ?? formatAddress(listen.host, listen.port);
     if (!peers.includes(self)) {
       throw new ConfigError(
         `--peers must include this node's address ${self} (set --advertise if it differs from --listen)`,
@@ -308,7 +310,7 @@ export function parseConfig(
     help: false,
     config: {
       listen,
-      advertise,
+      advertise: advertise?.text,
       dataDir: get("data-dir")!,
       admin,
       authToken,
