@@ -197,12 +197,20 @@ describe("limits and bad input", () => {
     expect(answered).toBe(count);
   });
 
-  it("refuses connections over the limit with an error line, then closes", async () => {
-    const server = await serve({ limits: { maxConnections: 1 } });
+  it("refuses connections over the limit with an error line, counted like any error, then closes", async () => {
+    const errors: string[] = [];
+    const observer = {
+      request() {},
+      granted() {},
+      error: (code: string) => errors.push(code),
+      authFailed() {},
+    };
+    const server = await serve({ observer, limits: { maxConnections: 1 } });
     const first = await client(server);
     expect(await first.request("P")).toBe("P");
     const extra = await client(server);
     expect(await extra.next()).toMatch(/^E \? - TOO_MANY_CONNECTIONS - /);
+    expect(errors).toEqual(["TOO_MANY_CONNECTIONS"]);
     await extra.closed;
     expect(await first.request("P")).toBe("P");
   });

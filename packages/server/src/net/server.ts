@@ -182,11 +182,11 @@ export class LockServer {
     const event = options.tls ? "secureConnection" : "connection";
     this.#server.on(event, (socket: Socket) => {
       if (this.#closing) {
-        refuse(socket, "SHUTTING_DOWN");
+        refuse(socket, "SHUTTING_DOWN", this.node.observer);
         return;
       }
       if (!this.#admission.admit(auth !== undefined)) {
-        refuse(socket, "TOO_MANY_CONNECTIONS");
+        refuse(socket, "TOO_MANY_CONNECTIONS", this.node.observer);
         return;
       }
       const connection = this.#connect(socket, ctx, event === "connection");
@@ -258,7 +258,13 @@ export class LockServer {
   }
 }
 
-function refuse(socket: Socket, code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN"): void {
+/** Answers a connection that gets no slot with an error line (counted like any `E` reply), then closes it. */
+function refuse(
+  socket: Socket,
+  code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN",
+  observer: ServerObserver,
+): void {
+  observer.error(code);
   socket.on("error", () => {});
   const message =
     code === "SHUTTING_DOWN" ? "the server is shutting down" : "the server is at its connection limit";
