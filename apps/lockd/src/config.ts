@@ -261,7 +261,7 @@ export function parseConfig(
   // /status and /metrics describe the whole service to whoever can reach them.
   if (admin !== undefined && !isLoopback(admin.host) && adminToken === undefined && !insecure) {
     throw new ConfigError(
-      `${setting("admin")!.origin}: refusing to serve the admin HTTP server on ${admin.host} without an admin token: set --admin-token-file (or LOCKD_ADMIN_TOKEN), or pass --insecure`,
+      `${adminSetting!.origin}: refusing to serve the admin HTTP server on ${admin.host} without an admin token: set --admin-token-file (or LOCKD_ADMIN_TOKEN), or pass --insecure`,
     );
   }
 
