@@ -1,4 +1,4 @@
-import type { LockServer } from "@lock/server";
+import { type LockServer, SecretChecker } from "@lock/server";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { HostPort } from "./address.js";
 import type { LockdMetrics } from "./metrics.js";
@@ -9,6 +9,8 @@ export interface AdminDeps {
   readonly metrics: LockdMetrics;
   readonly grantRate: RateMeter;
   readonly version: string;
+  /** When set, every route but /healthz asks for `Authorization: Bearer <adminToken>`. */
+  readonly adminToken?: string | undefined;
 }
 
 /** The node's status, as `GET /status` returns it. */
@@ -30,9 +32,13 @@ export function nodeStatus({ server, grantRate, version }: AdminDeps) {
   };
 }
 
-/** The HTTP admin server: health, status and Prometheus metrics. Read-only. */
+/**
+ * The HTTP admin server: health, status and Prometheus metrics. Read-only. With an admin token, only
+ * /healthz answers without it: a load balancer's health check needs no secret, and says nothing.
+ */
 export async function startAdmin(listen: HostPort, deps: AdminDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: false });
+  if (deps.adminToken !== undefined) requireBearer(app, new SecretChecker(deps.adminToken));
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/status", async () => nodeStatus(deps));
   app.get("/metrics", async (_request, reply) => {
@@ -41,4 +47,16 @@ export async function startAdmin(listen: HostPort, deps: AdminDeps): Promise<Fas
   });
   await app.listen({ host: listen.host, port: listen.port });
   return app;
+}
+
+/** Refuses (401) every request but /healthz whose bearer token is not the admin token. */
+function requireBearer(app: FastifyInstance, token: SecretChecker): void {
+  app.addHook("onRequest", async (request, reply) => {
+    // The matched route, not the raw URL: "/healthz?x" is /healthz, and an unknown path needs the token.
+    if (request.routeOptions.url === "/healthz") return;
+    const presented = /^Bearer (\S+)$/i.exec(request.headers.authorization ?? "")?.[1] ?? "";
+    // Constant-time compare; an absent token is compared like a wrong one.
+    if (token.matches(presented)) return;
+    await reply.code(401).header("www-authenticate", 'Bearer realm="lockd"').send({ error: "unauthorized" });
+  });
 }

@@ -231,7 +231,7 @@ describe("lockd cluster over TLS with an auth token", () => {
           "--tls-ca",
           certificate.certPath,
         ],
-        env: { LOCKD_AUTH_TOKEN: "cluster-secret" },
+        env: { LOCKD_AUTH_TOKEN: "cluster-secret-of-28-letters" },
       });
       clusters.push(cluster);
       await cluster.nodes[0]!.waitForServing({ since: 0 });
@@ -247,7 +247,9 @@ describe("lockd cluster misconfiguration", () => {
   it("logs an error naming the peer when it refuses the link (different auth tokens)", async () => {
     const cluster = await LockdCluster.start({
       nodes: 2,
-      nodeEnv: (i) => ({ LOCKD_AUTH_TOKEN: i === 0 ? "token-of-node-0" : "token-of-node-1" }),
+      nodeEnv: (i) => ({
+        LOCKD_AUTH_TOKEN: i === 0 ? "token-of-node-0-long-enough" : "token-of-node-1-long-enough",
+      }),
     });
     clusters.push(cluster);
     const refused = await cluster.nodes[0]!.waitForLog(

@@ -3,7 +3,8 @@ import { ConfigError } from "./address.js";
 import { type LockdConfig, parseConfig, usage } from "./config.js";
 
 const files: Record<string, string> = {
-  "/secrets/token": "s3cret-token\n",
+  "/secrets/token": "s3cret-token-of-26-letters\n",
+  "/secrets/short": "s3cret-token\n",
   "/tls/cert.pem": "CERT",
   "/tls/key.pem": "KEY",
 };
@@ -44,9 +45,28 @@ describe("lockd configuration", () => {
     expect(() => config(["--listen", "0.0.0.0:7420"])).toThrow(ConfigError);
     expect(config(["--listen", "0.0.0.0:7420", "--insecure"]).insecure).toBe(true);
     expect(config(["--listen", "0.0.0.0:7420", "--auth-token-file", "/secrets/token"]).authToken).toBe(
-      "s3cret-token",
+      "s3cret-token-of-26-letters",
     );
-    expect(config(["--listen", "10.0.0.5:7420"], { LOCKD_AUTH_TOKEN: "abc" }).authToken).toBe("abc");
+    expect(config(["--listen", "10.0.0.5:7420"], { LOCKD_AUTH_TOKEN: "0123456789abcdef" }).authToken).toBe(
+      "0123456789abcdef",
+    );
+  });
+
+  it("refuses a non-loopback admin server without an admin token unless --insecure", () => {
+    for (const admin of ["0.0.0.0:7421", "[::]:7421", "10.0.0.5:7421", "lockd-a.internal:7421"]) {
+      expect(() => config(["--admin", admin])).toThrow(/^--admin: refusing to serve the admin HTTP server/);
+      expect(config(["--admin", admin, "--insecure"]).admin).toBeDefined();
+    }
+    expect(() => config([], { LOCKD_ADMIN: "0.0.0.0:7421" })).toThrow(/^LOCKD_ADMIN \(--admin\): refusing/);
+    const withToken = config(["--admin", "0.0.0.0:7421", "--admin-token-file", "/secrets/token"]);
+    expect(withToken.adminToken).toBe("s3cret-token-of-26-letters");
+    expect(config(["--admin", "[::]:7421"], { LOCKD_ADMIN_TOKEN: "0123456789abcdef" }).adminToken).toBe(
+      "0123456789abcdef",
+    );
+    expect(() => config(["--admin", "[::1]:7421"], { LOCKD_ADMIN_TOKEN: "short" })).toThrow(
+      /^the admin token from LOCKD_ADMIN_TOKEN is shorter than 16 bytes/,
+    );
+    expect(config(["--admin", "127.0.0.1:7421"]).adminToken).toBeUndefined();
   });
 
   it("never puts a secret into an error message", () => {
@@ -63,6 +83,29 @@ describe("lockd configuration", () => {
     );
   });
 
+  it("refuses a secret shorter than 16 bytes, naming where it came from but not what it is", () => {
+    const refusals = [
+      [
+        () => config(["--auth-token-file", "/secrets/short"]),
+        /--auth-token-file \/secrets\/short is shorter/,
+      ],
+      [
+        () => config([], { LOCKD_AUTH_TOKEN_FILE: "/secrets/short" }),
+        /LOCKD_AUTH_TOKEN_FILE \(--auth-token-file\) \/secrets\/short is shorter than 16 bytes/,
+      ],
+      [
+        () => config([], { LOCKD_AUTH_TOKEN: "s3cret-token" }),
+        /from LOCKD_AUTH_TOKEN is shorter than 16 bytes/,
+      ],
+      [() => config([], { LOCKD_AUTH_TOKEN: "" }), /from LOCKD_AUTH_TOKEN is shorter than 16 bytes/],
+    ] as const;
+    for (const [parse, message] of refusals) {
+      expect(parse).toThrow(ConfigError);
+      expect(parse).toThrow(message);
+      expect(parse).not.toThrow(/s3cret-token/);
+    }
+  });
+
   it("loads TLS files only as a pair", () => {
     expect(config(["--tls-cert", "/tls/cert.pem", "--tls-key", "/tls/key.pem"]).tls).toEqual({
       cert: Buffer.from("CERT"),
@@ -74,9 +117,98 @@ describe("lockd configuration", () => {
   it("rejects malformed values and unknown flags with a clear error", () => {
     expect(() => config(["--listen", "7420"])).toThrow(/expected host:port/);
     expect(() => config(["--listen", "host:99999"])).toThrow(/expected host:port/);
+    expect(() => config([], { LOCKD_ADMIN: "7421" })).toThrow(/^LOCKD_ADMIN \(--admin\): expected host:port/);
+    expect(() => config([], { LOCKD_PEERS: "a:1,b" })).toThrow(
+      /^LOCKD_PEERS \(--peers\): expected host:port/,
+    );
     expect(() => config(["--max-lease=-1"])).toThrow(/non-negative number/);
-    expect(() => config(["--max-keys", "lots"])).toThrow(/non-negative number/);
+    expect(() => config(["--max-keys", "lots"])).toThrow(/expected a whole number/);
     expect(() => config(["--bogus"])).toThrow(ConfigError);
+  });
+
+  it("refuses durations Node timers cannot wait, naming the flag or the variable it came from", () => {
+    const tooLong = "2147483.648"; // 2^31 ms: Node fires such a timer after 1 ms
+    for (const flag of [
+      "idle-timeout",
+      "auth-timeout",
+      "shutdown-grace",
+      "max-lease",
+      "max-wait",
+      "heartbeat-interval",
+      "peer-timeout",
+    ]) {
+      const variable = `LOCKD_${flag.toUpperCase().replaceAll("-", "_")}`;
+      expect(() => config([`--${flag}`, tooLong])).toThrow(
+        new RegExp(`^--${flag}: must be at most 2147483.647 s`),
+      );
+      expect(() => config([], { [variable]: tooLong })).toThrow(
+        new RegExp(`^${variable} \\(--${flag}\\): must be at most 2147483.647 s`),
+      );
+    }
+    expect(() => config(["--idle-timeout", "4294968"])).toThrow(/--idle-timeout: must be at most/);
+    expect(() => config(["--max-lease", "99999999999999999999999"])).toThrow(/--max-lease: must be at most/);
+    const longest = config(["--idle-timeout", "2147483.647", "--shutdown-grace", "2147483.647"]);
+    expect(longest.limits.idleTimeoutMs).toBe(2 ** 31 - 1);
+    expect(longest.shutdownGraceMs).toBe(2 ** 31 - 1);
+  });
+
+  it("refuses limits no server could work with", () => {
+    const refusals: Array<[string[], RegExp]> = [
+      [["--max-line-bytes", "0"], /^--max-line-bytes: must be at least 1152 bytes/],
+      [["--max-line-bytes", "1"], /^--max-line-bytes: must be at least 1152 bytes/],
+      [["--max-key-bytes", "0"], /^--max-key-bytes: must be at least 1, got "0"/],
+      [["--max-key-bytes", "64", "--max-line-bytes", "191"], /^--max-line-bytes: must be at least 192 bytes/],
+      [["--max-key-bytes", "65536"], /^--max-line-bytes \(default 65536\): must be at least 65664 bytes/],
+      [["--max-connections", "0"], /^--max-connections: must be at least 1/],
+      [["--max-unauthenticated", "0"], /^--max-unauthenticated: must be at least 1/],
+      [["--max-pending", "0"], /^--max-pending: must be at least 1/],
+      [["--max-waiters-per-key", "0"], /^--max-waiters-per-key: must be at least 1/],
+      [["--max-keys", "0"], /^--max-keys: must be at least 1/],
+      [["--max-keys", "1.5"], /^--max-keys: expected a whole number/],
+      [["--max-keys", "9007199254740992"], /^--max-keys: must be at most 9007199254740991/],
+      [["--max-lease", "0"], /^--max-lease: must be at least 0.001 s/],
+      [["--max-wait", "0"], /^--max-wait: must be at least 0.001 s/],
+      [["--auth-timeout", "0"], /^--auth-timeout: must be at least 0.001 s/],
+      [["--heartbeat-interval", "0"], /^--heartbeat-interval: must be at least 0.001 s/],
+      [["--peer-timeout", "0.1"], /^--peer-timeout: must be longer than --heartbeat-interval \(0.1 s\)/],
+      [
+        ["--heartbeat-interval", "0.5"],
+        /^--peer-timeout \(default 0.5\): must be longer than --heartbeat-interval/,
+      ],
+    ];
+    for (const [argv, message] of refusals) expect(() => config(argv), argv.join(" ")).toThrow(message);
+    expect(() => config([], { LOCKD_MAX_LINE_BYTES: "1" })).toThrow(
+      /^LOCKD_MAX_LINE_BYTES \(--max-line-bytes\): must be at least 1152 bytes/,
+    );
+    // The smallest workable values are accepted; an idle timeout of 0 means never.
+    const smallest = config(
+      [
+        ["--max-key-bytes", "1"],
+        ["--max-line-bytes", "129"],
+        ["--max-connections", "1"],
+        ["--idle-timeout", "0"],
+        ["--heartbeat-interval", "0.001"],
+        ["--peer-timeout", "0.002"],
+      ].flat(),
+    );
+    expect(smallest.limits).toMatchObject({
+      maxKeyBytes: 1,
+      maxLineBytes: 129,
+      maxConnections: 1,
+      idleTimeoutMs: 0,
+    });
+    expect([smallest.heartbeatMs, smallest.peerTimeoutMs]).toEqual([1, 2]);
+  });
+
+  it("refuses a line limit too short for H with the auth token", () => {
+    const token = "t".repeat(200);
+    expect(() =>
+      config(["--max-key-bytes", "1", "--max-line-bytes", "202"], { LOCKD_AUTH_TOKEN: token }),
+    ).toThrow(/^--max-line-bytes: too short for `H <auth token>`/);
+    expect(
+      config(["--max-key-bytes", "1", "--max-line-bytes", "203"], { LOCKD_AUTH_TOKEN: token }).limits
+        .maxLineBytes,
+    ).toBe(203);
   });
 
   it("documents every flag in --help", () => {

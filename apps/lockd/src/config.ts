@@ -3,6 +3,8 @@ import { parseArgs } from "node:util";
 import { formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
+import { parseCount, parseSeconds } from "./numbers.js";
+import { readSecret, readSecretFile, type Setting, secretFromEnv } from "./secrets.js";
 
 /**
  * lockd's configuration from flags and `LOCKD_*` environment variables (a flag wins over its
@@ -15,6 +17,8 @@ export interface LockdConfig {
   readonly dataDir: string;
   readonly admin: HostPort | undefined;
   readonly authToken: string | undefined;
+  /** With it, the admin server asks for `Authorization: Bearer <adminToken>` (all but /healthz). */
+  readonly adminToken: string | undefined;
   readonly tls: { cert: Buffer; key: Buffer } | undefined;
   /** CA certificates that peers' certificates must chain to (cluster links over TLS). */
   readonly tlsCa: Buffer | undefined;
@@ -24,12 +28,19 @@ export interface LockdConfig {
   readonly limits: Partial<ServerLimits>;
   /** Cluster peers, highest priority first, including this node's advertised address. */
   readonly peers: readonly string[] | undefined;
-  readonly heartbeatMs: number | undefined;
-  readonly peerTimeoutMs: number | undefined;
+  readonly heartbeatMs: number;
+  readonly peerTimeoutMs: number;
   /** The token epoch's node id (0..255); default: the position in --peers, or 0. */
   readonly nodeId: number | undefined;
-  readonly maxClockSkewMs: number | undefined;
+  readonly maxClockSkewMs: number;
 }
+
+/**
+ * Bytes a line needs besides its key: the longest request (`A <key> <lease> <wait> <id>`, 98) and
+ * the longest replication frame a standby reads on this port (`!G <seq> <key> <token> <leaseMs>
+ * <id>`, 118), with some to spare.
+ */
+const LINE_ROOM_AROUND_KEY = 128;
 
 /** Each flag, its environment variable, and its help line (docs/operations.md mirrors this). */
 const FLAGS = {
@@ -44,24 +55,35 @@ const FLAGS = {
   },
   "heartbeat-interval": {
     env: "LOCKD_HEARTBEAT_INTERVAL",
-    help: "seconds between peer heartbeats (default 0.1)",
+    default: "0.1",
+    help: "seconds between peer heartbeats",
+    seconds: { minMs: 1 },
   },
   "peer-timeout": {
     env: "LOCKD_PEER_TIMEOUT",
-    help: "seconds without a heartbeat before a peer is dead (default 0.5)",
+    default: "0.5",
+    help: "seconds without a heartbeat before a peer is dead; longer than --heartbeat-interval",
+    seconds: { minMs: 1 },
   },
   "node-id": {
     env: "LOCKD_NODE_ID",
     help: "0-255, this node's part of every token; unique across clusters whose tokens meet (default: position in --peers)",
+    count: { min: 0 },
   },
   "max-clock-skew": {
     env: "LOCKD_MAX_CLOCK_SKEW",
-    help: "seconds this machine's clock may be off true time; a lone restart waits about twice this (default 0.5)",
+    default: "0.5",
+    help: "seconds this machine's clock may be off true time, at most 60; a lone restart waits about twice this",
+    seconds: { minMs: 0 },
   },
   "data-dir": { env: "LOCKD_DATA_DIR", default: ".lockd", help: "directory for the token epoch" },
   admin: {
     env: "LOCKD_ADMIN",
     help: "host:port for the HTTP admin server (healthz, status, metrics); off if unset",
+  },
+  "admin-token-file": {
+    env: "LOCKD_ADMIN_TOKEN_FILE",
+    help: "file holding a bearer token the admin server asks for (or set LOCKD_ADMIN_TOKEN)",
   },
   "auth-token-file": {
     env: "LOCKD_AUTH_TOKEN_FILE",
@@ -78,55 +100,87 @@ const FLAGS = {
     env: "LOCKD_SHUTDOWN_GRACE",
     default: "2",
     help: "seconds to let connections close on stop",
+    seconds: { minMs: 0 },
   },
   "max-lease": {
     env: "LOCKD_MAX_LEASE",
     help: "longest lease in seconds",
     limit: "maxLeaseMs",
-    seconds: true,
+    seconds: { minMs: 1 },
   },
   "max-wait": {
     env: "LOCKD_MAX_WAIT",
     help: "longest bounded wait in seconds",
     limit: "maxWaitMs",
-    seconds: true,
+    seconds: { minMs: 1 },
   },
   "max-pending": {
     env: "LOCKD_MAX_PENDING",
     help: "queued acquires per connection",
     limit: "maxPendingPerConnection",
+    count: { min: 1 },
   },
   "max-waiters-per-key": {
     env: "LOCKD_MAX_WAITERS_PER_KEY",
     help: "queued acquires per key",
     limit: "maxWaitersPerKey",
+    count: { min: 1 },
   },
-  "max-keys": { env: "LOCKD_MAX_KEYS", help: "keys held at once", limit: "maxKeys" },
+  "max-keys": { env: "LOCKD_MAX_KEYS", help: "keys held at once", limit: "maxKeys", count: { min: 1 } },
   "max-connections": {
     env: "LOCKD_MAX_CONNECTIONS",
     help: "open client connections",
     limit: "maxConnections",
+    count: { min: 1 },
   },
-  "max-line-bytes": { env: "LOCKD_MAX_LINE_BYTES", help: "longest request line", limit: "maxLineBytes" },
-  "max-key-bytes": { env: "LOCKD_MAX_KEY_BYTES", help: "longest key in UTF-8 bytes", limit: "maxKeyBytes" },
+  "max-unauthenticated": {
+    env: "LOCKD_MAX_UNAUTHENTICATED",
+    help: "connections not yet authenticated (with an auth token); the oldest makes room for a new one",
+    limit: "maxUnauthenticated",
+    count: { min: 1 },
+  },
+  "max-line-bytes": {
+    env: "LOCKD_MAX_LINE_BYTES",
+    help: `longest request line; at least --max-key-bytes + ${LINE_ROOM_AROUND_KEY}`,
+    limit: "maxLineBytes",
+    // The minimum depends on --max-key-bytes and the auth token: checkLineRoom says what it is.
+    count: { min: 0 },
+  },
+  "max-key-bytes": {
+    env: "LOCKD_MAX_KEY_BYTES",
+    help: "longest key in UTF-8 bytes",
+    limit: "maxKeyBytes",
+    count: { min: 1 },
+  },
   "idle-timeout": {
     env: "LOCKD_IDLE_TIMEOUT",
     help: "seconds before an idle connection is closed (0: never)",
     limit: "idleTimeoutMs",
-    seconds: true,
+    seconds: { minMs: 0 },
   },
   "auth-timeout": {
     env: "LOCKD_AUTH_TIMEOUT",
     help: "seconds a connection has to authenticate",
     limit: "authTimeoutMs",
-    seconds: true,
+    seconds: { minMs: 1 },
   },
 } as const satisfies Record<
   string,
-  { env: string; help: string; default?: string; limit?: keyof ServerLimits; seconds?: boolean }
+  {
+    env: string;
+    help: string;
+    default?: string;
+    limit?: keyof ServerLimits;
+    /** A duration in seconds (held in ms), from `minMs` to the longest Node timer. */
+    seconds?: { minMs: number };
+    /** A whole number from `min`. */
+    count?: { min: number };
+  }
 >;
 
 type FlagName = keyof typeof FLAGS;
+type Flag = (typeof FLAGS)[FlagName];
+type NumberFlag = Extract<Flag, { seconds: object } | { count: object }>;
 
 export function usage(): string {
   const lines = ["usage: lockd [flags]", ""];
@@ -140,13 +194,13 @@ export function usage(): string {
     lines.push(`  --${name.padEnd(22)} ${flag.help}${fallback}  [${flag.env}]`);
   }
   lines.push(
-    `  --${"insecure".padEnd(22)} allow a non-loopback --listen without an auth token  [LOCKD_INSECURE=1]`,
+    `  --${"insecure".padEnd(22)} allow a non-loopback --listen without an auth token, or --admin without an admin token  [LOCKD_INSECURE=1]`,
   );
   lines.push(`  --${"help".padEnd(22)} print this help`);
   return lines.join("\n");
 }
 
-function defaultLimit(flag: { limit: keyof ServerLimits; seconds?: boolean }): string {
+function defaultLimit(flag: { limit: keyof ServerLimits; seconds?: object }): string {
   const value = DEFAULT_SERVER_LIMITS[flag.limit];
   return flag.seconds ? `${value / 1000} s` : String(value);
 }
@@ -174,23 +228,54 @@ export function parseConfig(
   }
   if (values.help) return { help: true };
 
-  const get = (name: FlagName): string | undefined => {
+  const setting = (name: FlagName): Setting | undefined => {
     const flag = FLAGS[name];
-    const value = (values[name] as string | undefined) ?? env[flag.env];
-    return value ?? ("default" in flag ? flag.default : undefined);
+    const fromFlag = values[name] as string | undefined;
+    if (fromFlag !== undefined) return { text: fromFlag, origin: `--${name}` };
+    const fromEnv = env[flag.env];
+    if (fromEnv !== undefined) return { text: fromEnv, origin: `${flag.env} (--${name})` };
+    return "default" in flag
+      ? { text: flag.default, origin: `--${name} (default ${flag.default})` }
+      : undefined;
+  };
+  const get = (name: FlagName): string | undefined => setting(name)?.text;
+  const numberOf = (name: FlagName): number | undefined => {
+    const found = setting(name);
+    if (found === undefined) return undefined;
+    const flag = FLAGS[name] as NumberFlag;
+    return "seconds" in flag ? parseSeconds(found, flag.seconds.minMs) : parseCount(found, flag.count.min);
   };
 
-  const listen = parseHostPort(get("listen")!, "--listen");
-  const advertise = get("advertise");
-  if (advertise !== undefined) parseHostPort(advertise, "--advertise");
-  const adminText = get("admin");
-  const admin = adminText === undefined || adminText === "" ? undefined : parseHostPort(adminText, "--admin");
+  const hostPortOf = (found: Setting) => parseHostPort(found.text, found.origin);
+  const listen = hostPortOf(setting("listen")!);
+  const advertise = setting("advertise");
+  if (advertise !== undefined) hostPortOf(advertise);
+  const adminSetting = setting("admin");
+  // An empty LOCKD_ADMIN turns the admin server off, like leaving it unset.
+  const admin = adminSetting === undefined || adminSetting.text === "" ? undefined : hostPortOf(adminSetting);
 
-  const authToken = readAuthToken(get("auth-token-file"), env.LOCKD_AUTH_TOKEN, readFile);
+  const authToken = readSecret(
+    "the auth token",
+    setting("auth-token-file"),
+    secretFromEnv(env, "LOCKD_AUTH_TOKEN"),
+    readFile,
+  );
+  const adminToken = readSecret(
+    "the admin token",
+    setting("admin-token-file"),
+    secretFromEnv(env, "LOCKD_ADMIN_TOKEN"),
+    readFile,
+  );
   const insecure = values.insecure === true || env.LOCKD_INSECURE === "1" || env.LOCKD_INSECURE === "true";
   if (!isLoopback(listen.host) && authToken === undefined && !insecure) {
     throw new ConfigError(
       `refusing to serve ${listen.host} without an auth token: set --auth-token-file (or LOCKD_AUTH_TOKEN), or pass --insecure`,
+    );
+  }
+  // /status and /metrics describe the whole service to whoever can reach them.
+  if (admin !== undefined && !isLoopback(admin.host) && adminToken === undefined && !insecure) {
+    throw new ConfigError(
+      `${adminSetting!.origin}: refusing to serve the admin HTTP server on ${admin.host} without an admin token: set --admin-token-file (or LOCKD_ADMIN_TOKEN), or pass --insecure`,
     );
   }
 
@@ -209,16 +294,16 @@ export function parseConfig(
   const limits: Partial<Record<keyof ServerLimits, number>> = {};
   for (const [name, flag] of Object.entries(FLAGS) as Array<[FlagName, (typeof FLAGS)[FlagName]]>) {
     if (!("limit" in flag)) continue;
-    const text = get(name);
-    if (text === undefined) continue;
-    limits[flag.limit] = parseNumber(text, `--${name}`, "seconds" in flag && flag.seconds ? 1000 : 1);
+    const value = numberOf(name);
+    if (value !== undefined) limits[flag.limit] = value;
   }
+  checkLineRoom(limits, setting("max-line-bytes"), authToken);
 
   const peersText = get("peers");
   const peers = peersText === undefined || peersText === "" ? undefined : peersText.split(",");
   if (peers) {
-    for (const peer of peers) parseHostPort(peer, "--peers");
-    const self = advertise ?? formatAddress(listen.host, listen.port);
+    for (const peer of peers) parseHostPort(peer, setting("peers")!.origin);
+    const self = advertise?.text ?? formatAddress(listen.host, listen.port);
     if (!peers.includes(self)) {
       throw new ConfigError(
         `--peers must include this node's address ${self} (set --advertise if it differs from --listen)`,
@@ -226,73 +311,67 @@ export function parseConfig(
     }
     if (new Set(peers).size !== peers.length) throw new ConfigError("--peers lists a node twice");
   }
-  const heartbeat = get("heartbeat-interval");
-  const peerTimeout = get("peer-timeout");
-  const nodeIdText = get("node-id");
-  const nodeId = nodeIdText === undefined ? undefined : parseNumber(nodeIdText, "--node-id", 1);
-  if (nodeId !== undefined && (!Number.isInteger(nodeId) || nodeId > MAX_NODE_ID))
-    throw new ConfigError(`--node-id: expected an integer 0-${MAX_NODE_ID}, got "${nodeIdText}"`);
+  const heartbeatMs = numberOf("heartbeat-interval")!;
+  const peerTimeoutMs = numberOf("peer-timeout")!;
+  // A peer timeout no longer than the heartbeat interval declares every peer dead between two heartbeats.
+  if (peerTimeoutMs <= heartbeatMs) {
+    throw new ConfigError(
+      `${setting("peer-timeout")!.origin}: must be longer than --heartbeat-interval (${heartbeatMs / 1000} s)`,
+    );
+  }
+  const nodeId = numberOf("node-id");
+  if (nodeId !== undefined && nodeId > MAX_NODE_ID)
+    throw new ConfigError(`${setting("node-id")!.origin}: must be at most ${MAX_NODE_ID}, got ${nodeId}`);
   if (nodeId === undefined && peers && peers.length > MAX_NODE_ID + 1)
     throw new ConfigError(`--peers lists more than ${MAX_NODE_ID + 1} nodes: set --node-id on each`);
-  const skewText = get("max-clock-skew");
-  const maxClockSkewMs = skewText === undefined ? undefined : parseNumber(skewText, "--max-clock-skew", 1000);
-  if (maxClockSkewMs !== undefined && maxClockSkewMs > 60_000)
-    throw new ConfigError(`--max-clock-skew: at most 60 seconds, got "${skewText}"`);
+  const maxClockSkewMs = numberOf("max-clock-skew")!;
+  if (maxClockSkewMs > 60_000)
+    throw new ConfigError(`${setting("max-clock-skew")!.origin}: must be at most 60 s`);
 
   return {
     help: false,
     config: {
       listen,
-      advertise,
+      advertise: advertise?.text,
       dataDir: get("data-dir")!,
       admin,
       authToken,
+      adminToken,
       tls,
       tlsCa,
       insecure,
       logLevel: get("log-level")!,
-      shutdownGraceMs: parseNumber(get("shutdown-grace")!, "--shutdown-grace", 1000),
+      shutdownGraceMs: numberOf("shutdown-grace")!,
       limits,
       peers,
-      heartbeatMs: heartbeat === undefined ? undefined : parseNumber(heartbeat, "--heartbeat-interval", 1000),
-      peerTimeoutMs: peerTimeout === undefined ? undefined : parseNumber(peerTimeout, "--peer-timeout", 1000),
+      heartbeatMs,
+      peerTimeoutMs,
       nodeId,
       maxClockSkewMs,
     },
   };
 }
 
-function parseNumber(text: string, what: string, scale: number): number {
-  if (!/^\d+(\.\d{1,3})?$/.test(text))
-    throw new ConfigError(`${what}: expected a non-negative number, got "${text}"`);
-  return Math.round(Number(text) * scale);
-}
-
-function readAuthToken(
-  file: string | undefined,
-  fromEnv: string | undefined,
-  readFile: (path: string) => Buffer,
-): string | undefined {
-  if (file !== undefined && fromEnv !== undefined) {
-    throw new ConfigError("set either --auth-token-file or LOCKD_AUTH_TOKEN, not both");
-  }
-  const raw = file !== undefined ? readSecretFile(file, readFile).toString("utf8") : fromEnv;
-  if (raw === undefined) return undefined;
-  const token = raw.trim();
-  // The protocol's secret field: 1-1024 printable ASCII characters without space.
-  if (!/^[\x21-\x7e]{1,1024}$/.test(token)) {
-    throw new ConfigError("the auth token must be 1-1024 printable ASCII characters without spaces");
-  }
-  return token;
-}
-
-function readSecretFile(path: string, readFile: (path: string) => Buffer): Buffer {
-  try {
-    return readFile(path);
-  } catch (error) {
-    // The path is safe to show; the content never is.
+/**
+ * `--max-line-bytes` must fit every request with a key of `--max-key-bytes`, and `H <auth token>`:
+ * a smaller limit would refuse valid keys, or every authentication, as LINE_TOO_LONG.
+ */
+function checkLineRoom(
+  limits: Partial<Record<keyof ServerLimits, number>>,
+  line: Setting | undefined,
+  authToken: string | undefined,
+): void {
+  const maxLineBytes = limits.maxLineBytes ?? DEFAULT_SERVER_LIMITS.maxLineBytes;
+  const maxKeyBytes = limits.maxKeyBytes ?? DEFAULT_SERVER_LIMITS.maxKeyBytes;
+  const origin = line?.origin ?? `--max-line-bytes (default ${maxLineBytes})`;
+  const needed = maxKeyBytes + LINE_ROOM_AROUND_KEY;
+  if (maxLineBytes < needed) {
     throw new ConfigError(
-      `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      `${origin}: must be at least ${needed} bytes (--max-key-bytes ${maxKeyBytes} + ${LINE_ROOM_AROUND_KEY}), got ${maxLineBytes}`,
     );
+  }
+  // "H", a space, the token and "\n". The token's length stays out of the message.
+  if (authToken !== undefined && maxLineBytes < authToken.length + 3) {
+    throw new ConfigError(`${origin}: too short for \`H <auth token>\``);
   }
 }

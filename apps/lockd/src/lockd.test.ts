@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tokenEpoch } from "@lock/protocol";
@@ -19,6 +20,25 @@ async function start(options: Parameters<typeof LockdProcess.start>[0] = {}): Pr
 }
 
 const tokenOf = (line: string) => BigInt(line.split(" ")[2]!);
+
+/** Runs lockd to its exit (one that does not start), with its own data directory. */
+async function runLockd(args: string[], env: Record<string, string> = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), "lockd-run-"));
+  try {
+    const child = spawn(process.execPath, [LOCKD_MAIN, "--data-dir", dataDir, ...args], {
+      env: { PATH: process.env.PATH ?? "", ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    const [code] = (await once(child, "close")) as [number | null];
+    return { code, stderr };
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
 
 describe("lockd process", () => {
   it("issues larger tokens after a restart on the same data directory, even after kill -9", async () => {
@@ -89,6 +109,24 @@ describe("lockd process", () => {
     );
   });
 
+  it("exits with status 2 on a degenerate limit or an overlong duration before it binds its port", async () => {
+    // The port is taken: had lockd tried to bind it, it would exit 1 (port in use), not 2.
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const listen = ["--listen", `127.0.0.1:${port}`];
+      const lineTooShort = await runLockd([...listen, "--max-line-bytes", "1"]);
+      expect(lineTooShort.code).toBe(2);
+      expect(lineTooShort.stderr).toMatch(/^lockd: --max-line-bytes: must be at least 1152 bytes/);
+      const idleOverflow = await runLockd(listen, { LOCKD_IDLE_TIMEOUT: "4294968" });
+      expect(idleOverflow.code).toBe(2);
+      expect(idleOverflow.stderr).toMatch(/^lockd: LOCKD_IDLE_TIMEOUT \(--idle-timeout\): must be at most/);
+    } finally {
+      taken.close();
+    }
+  });
+
   it("serves health, status and Prometheus metrics on the admin port", async () => {
     const lockd = await start({ admin: true });
     using c = await LineClient.connect(lockd.port);
@@ -112,6 +150,7 @@ describe("lockd process", () => {
     expect(metrics).toMatch(/^lockd_grants_total 2$/m);
     expect(metrics).toMatch(/^lockd_handoffs_total 1$/m);
     expect(metrics).toMatch(/^lockd_keys_held 1$/m);
+    expect(metrics).toMatch(/^lockd_connections_unauthenticated 0$/m);
     expect(metrics).toMatch(/^lockd_queue_wait_seconds_count 1$/m);
   });
 
@@ -122,5 +161,42 @@ describe("lockd process", () => {
     expect(await c.request("H very-secret-token")).toBe("H");
     expect(await c.request("A k 30 0")).toMatch(/^A k \d+$/);
     expect(JSON.stringify(lockd.logs)).not.toContain("very-secret-token");
+  });
+
+  it("closes a connection on a wrong secret, and counts and logs it without the secret", async () => {
+    const lockd = await start({ admin: true, env: { LOCKD_AUTH_TOKEN: "very-secret-token" } });
+    using c = await LineClient.connect(lockd.port);
+    const remote = `127.0.0.1:${c.socket.localPort}`;
+    c.send("H guessed-secret\nH very-secret-token");
+    expect(await c.next()).toMatch(/^E H - AUTH_FAILED - /);
+    await c.closed;
+    expect(c.buffered).toEqual([]);
+    const entry = await lockd.waitForLog((e) => e.msg === "authentication failed", { since: 0 });
+    expect(entry).toMatchObject({ level: 40, remote, failures: 1 });
+    const metrics = await (await fetch(`http://127.0.0.1:${lockd.adminPort}/metrics`)).text();
+    expect(metrics).toMatch(/^lockd_auth_failures_total 1$/m);
+    expect(metrics).toMatch(/^lockd_errors_total\{code="AUTH_FAILED"\} 1$/m);
+    expect(JSON.stringify(lockd.logs)).not.toContain("guessed-secret");
+  });
+
+  it("asks for the admin token, when one is set, on everything but /healthz", async () => {
+    const adminToken = "admin-token-of-24-chars!";
+    const lockd = await start({ admin: true, env: { LOCKD_ADMIN_TOKEN: adminToken } });
+    const base = `http://127.0.0.1:${lockd.adminPort}`;
+    const get = (path: string, authorization?: string) =>
+      fetch(`${base}${path}`, authorization ? { headers: { authorization } } : {});
+    expect((await get("/healthz")).status).toBe(200);
+    expect((await get("/healthz?probe=1")).status).toBe(200);
+    for (const path of ["/metrics", "/status", "/metrics?x=/healthz", "/nowhere"]) {
+      const refused = await get(path);
+      expect(refused.status, path).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="lockd"');
+      expect((await get(path, "Bearer wrong-admin-token-guess")).status, path).toBe(401);
+    }
+    const metrics = await get("/metrics", `Bearer ${adminToken}`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/^lockd_keys_held 0$/m);
+    expect((await get("/status", `bearer ${adminToken}`)).status).toBe(200);
+    expect(JSON.stringify(lockd.logs)).not.toContain(adminToken);
   });
 });

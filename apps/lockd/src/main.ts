@@ -4,6 +4,7 @@ import { EpochStoreError, LockServer } from "@lock/server";
 import { pino } from "pino";
 import { ConfigError } from "./address.js";
 import { startAdmin } from "./admin.js";
+import { AuthFailureLog } from "./auth-failure-log.js";
 import { parseConfig, usage } from "./config.js";
 import { LockdMetrics } from "./metrics.js";
 import { RateMeter } from "./rate-meter.js";
@@ -29,7 +30,8 @@ async function main(): Promise<void> {
   // collector that died) makes the exit-time flush retry a broken pipe forever, and SIGTERM never
   // finishes.
   const log = pino({ name: "lockd", level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
-  const metrics = new LockdMetrics();
+  const authFailures = new AuthFailureLog((fields, message) => log.warn(fields, message));
+  const metrics = new LockdMetrics((remote) => authFailures.failed(remote));
 
   const server = await LockServer.start({
     host: config.listen.host,
@@ -40,7 +42,7 @@ async function main(): Promise<void> {
     ...(config.tls ? { tls: config.tls } : {}),
     limits: config.limits,
     ...(config.nodeId !== undefined ? { nodeId: config.nodeId } : {}),
-    ...(config.maxClockSkewMs !== undefined ? { maxClockSkewMs: config.maxClockSkewMs } : {}),
+    maxClockSkewMs: config.maxClockSkewMs,
     version,
     observer: metrics,
     ...(config.peers
@@ -48,10 +50,7 @@ async function main(): Promise<void> {
           cluster: {
             peers: config.peers,
             ...(config.tls ? { tls: config.tlsCa ? { ca: config.tlsCa } : {} } : {}),
-            timing: {
-              ...(config.heartbeatMs ? { heartbeatMs: config.heartbeatMs } : {}),
-              ...(config.peerTimeoutMs ? { peerTimeoutMs: config.peerTimeoutMs } : {}),
-            },
+            timing: { heartbeatMs: config.heartbeatMs, peerTimeoutMs: config.peerTimeoutMs },
             events: {
               roleChanged: (role, reason, epoch) => {
                 metrics.roleChanged(role);
@@ -77,7 +76,7 @@ async function main(): Promise<void> {
   metrics.attach(server);
   const grantRate = new RateMeter(() => server.node.engine.counters.grants);
   const admin = config.admin
-    ? await startAdmin(config.admin, { server, metrics, grantRate, version })
+    ? await startAdmin(config.admin, { server, metrics, grantRate, version, adminToken: config.adminToken })
     : undefined;
   const adminAddress = admin?.server.address();
 
@@ -92,6 +91,7 @@ async function main(): Promise<void> {
     log.info({ signal }, "stopping");
     grantRate.stop();
     await Promise.all([server.close(config.shutdownGraceMs), admin?.close()]);
+    authFailures.flush();
     log.info("stopped");
     process.exit(0);
   };
@@ -109,6 +109,7 @@ async function main(): Promise<void> {
       adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
       tls: config.tls !== undefined,
       auth: config.authToken !== undefined,
+      adminAuth: config.adminToken !== undefined,
       peers: config.peers ?? null,
     },
     "lockd ready",

@@ -16,9 +16,13 @@ export class LockdMetrics implements ServerObserver {
   readonly #errors: Counter<"code">;
   readonly #queueWait: Histogram;
   readonly #roleChanges: Counter<"role">;
+  readonly #authFailures: Counter;
+  readonly #onAuthFailure: (remoteAddress: string) => void;
   #server: LockServer | undefined;
 
-  constructor() {
+  /** `onAuthFailure`: also told of each wrong auth secret (lockd logs them, rate-limited). */
+  constructor(onAuthFailure: (remoteAddress: string) => void = () => {}) {
+    this.#onAuthFailure = onAuthFailure;
     collectDefaultMetrics({ register: this.registry, prefix: "lockd_process_" });
     const counts = this.#requests;
     const reported: Record<string, number> = { ...counts };
@@ -50,6 +54,11 @@ export class LockdMetrics implements ServerObserver {
       name: "lockd_role_changes_total",
       help: "Role changes of this node, by the role it took",
       labelNames: ["role"],
+      registers: [this.registry],
+    });
+    this.#authFailures = new Counter({
+      name: "lockd_auth_failures_total",
+      help: "Wrong auth secrets (H); each closes its connection",
       registers: [this.registry],
     });
     this.#clusterCounter("lockd_promotions_total", "Promotions of this node to active", (c) => c.promotions);
@@ -103,6 +112,11 @@ export class LockdMetrics implements ServerObserver {
       (s) => s.node.engine.waiterCount,
     );
     this.#gauge("lockd_connections", "Open client connections", (s) => s.connectionCount);
+    this.#gauge(
+      "lockd_connections_unauthenticated",
+      "Open client connections that have not authenticated yet",
+      (s) => s.unauthenticatedCount,
+    );
     this.#gauge("lockd_epoch", "Current token epoch", (s) => Number(s.node.epoch));
     this.#gauge("lockd_is_active", "1 when this node serves clients", (s) =>
       s.node.role === "active" ? 1 : 0,
@@ -128,6 +142,11 @@ export class LockdMetrics implements ServerObserver {
 
   error(code: ErrorCode): void {
     this.#errors.inc({ code });
+  }
+
+  authFailed(remoteAddress: string): void {
+    this.#authFailures.inc();
+    this.#onAuthFailure(remoteAddress);
   }
 
   /** A counter mirroring a count kept elsewhere (the engine's, the cluster's), read at scrape time. */

@@ -225,7 +225,7 @@ describe("LockClient with auth and TLS", () => {
   beforeAll(async () => {
     lockd = await LockdProcess.start({
       args: ["--tls-cert", certificate.certPath, "--tls-key", certificate.keyPath],
-      env: { LOCKD_AUTH_TOKEN: "s3cret-token" },
+      env: { LOCKD_AUTH_TOKEN: "s3cret-token-of-26-letters" },
     });
   });
   afterAll(async () => {
@@ -236,7 +236,7 @@ describe("LockClient with auth and TLS", () => {
   it("authenticates over TLS with the configured token", async () => {
     await using client = new LockClient({
       servers: [lockd.address],
-      authToken: "s3cret-token",
+      authToken: "s3cret-token-of-26-letters",
       tls: { ca: certificate.cert },
     });
     await using lock = await client.acquire("tls:key", { leaseMs: 5_000 });
@@ -259,7 +259,7 @@ describe("LockClient with auth and TLS", () => {
   it("does not talk plain text to a TLS port", async () => {
     await using client = new LockClient({
       servers: [lockd.address],
-      authToken: "s3cret-token",
+      authToken: "s3cret-token-of-26-letters",
       connectTimeoutMs: 500,
     });
     await expect(client.acquire("tls:key", { leaseMs: 5_000 })).rejects.toBeInstanceOf(NoServerError);

@@ -136,7 +136,7 @@ export interface PongReply {
   readonly nonce?: string;
 }
 
-/** `H`: authentication accepted. A refused secret gets an `E` reply with `AUTH_FAILED`. */
+/** `H`: authentication accepted. A refused secret gets an `E` reply with `AUTH_FAILED`, and the connection is closed. */
 export interface HelloReply {
   readonly kind: "H";
 }
@@ -197,12 +197,14 @@ export const ERROR_CODES = {
   BAD_ARGUMENT: "another field is malformed",
   // Produced by the server.
   NOT_AUTHENTICATED: "this server requires `H <secret>` before any other verb",
-  AUTH_FAILED: "the secret is wrong",
+  AUTH_FAILED: "the secret is wrong; the connection is closed",
   LEASE_OUT_OF_RANGE: "the lease is 0 or above the server's maximum lease",
   WAIT_OUT_OF_RANGE: "the wait is above the server's maximum wait",
   TOO_MANY_WAITERS: "the key's wait queue is full",
   TOO_MANY_REQUESTS: "the connection has too many requests outstanding",
   TOO_MANY_CONNECTIONS: "the server is at its connection limit; the connection is closed",
+  TOO_MANY_UNAUTHENTICATED:
+    "a newer connection took this one's slot before it authenticated; the connection is closed",
   TOO_MANY_KEYS: "the server is at its limit of keys held or queued for",
   IDLE_TIMEOUT: "the connection was idle too long; it is closed",
   AUTH_TIMEOUT: "the connection did not authenticate in time; it is closed",
@@ -219,6 +221,8 @@ export const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set(["NO_ACTIVE", "SH
 /** Codes after which the server closes the connection. */
 export const FATAL_CODES: ReadonlySet<ErrorCode> = new Set([
   "TOO_MANY_CONNECTIONS",
+  "TOO_MANY_UNAUTHENTICATED",
   "IDLE_TIMEOUT",
   "AUTH_TIMEOUT",
+  "AUTH_FAILED",
 ]);

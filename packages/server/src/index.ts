@@ -34,7 +34,8 @@ export {
 export type { EpochStore } from "./epoch/epoch-store.js";
 export { EpochStoreError, MemoryEpochStore } from "./epoch/epoch-store.js";
 export type { ServerLimits } from "./limits.js";
-export { DEFAULT_SERVER_LIMITS, resolveLimits } from "./limits.js";
+export { DEFAULT_SERVER_LIMITS, resolveLimits, TIMER_MAX_MS } from "./limits.js";
+export { SecretChecker } from "./net/auth.js";
 export type { LockServerOptions, TlsFiles } from "./net/server.js";
 export { DEFAULT_PORT, LockServer } from "./net/server.js";
 export type { AcquireSink, LockNodeOptions, NodeRole } from "./node.js";

@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS } from "@lock/protocol";
+import { checkLimits, DEFAULT_LIMITS } from "@lock/protocol";
 import { DEFAULT_ENGINE_LIMITS } from "./engine/engine.js";
 
 /**
@@ -22,10 +22,24 @@ export interface ServerLimits {
   readonly maxKeys: number;
   /** Open client connections (`TOO_MANY_CONNECTIONS`). */
   readonly maxConnections: number;
-  /** A connection with nothing received and nothing queued for this long is closed (`IDLE_TIMEOUT`). 0 = never. */
+  /**
+   * With an auth token, connections that have not authenticated yet (`TOO_MANY_UNAUTHENTICATED`):
+   * when this many, or `maxConnections` in all, are open, a new connection takes the slot of the
+   * oldest unauthenticated one.
+   */
+  readonly maxUnauthenticated: number;
+  /**
+   * A connection with no complete line received and nothing queued for this long is closed
+   * (`IDLE_TIMEOUT`); bytes of an unfinished line do not count. 0 = never.
+   */
   readonly idleTimeoutMs: number;
   /** With an auth token, a connection must authenticate within this time (`AUTH_TIMEOUT`). */
   readonly authTimeoutMs: number;
+  /**
+   * A wrong auth secret is answered (`AUTH_FAILED`) this long after it arrived, then the connection
+   * is closed: one guess per connection, and no faster than this.
+   */
+  readonly authFailureDelayMs: number;
   /** Bytes of replies buffered for a slow reader before the server stops reading its requests. */
   readonly writeHighWaterBytes: number;
 }
@@ -41,11 +55,33 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   maxWaitersPerKey: DEFAULT_ENGINE_LIMITS.maxWaitersPerKey,
   maxKeys: DEFAULT_ENGINE_LIMITS.maxKeys,
   maxConnections: 10_000,
+  maxUnauthenticated: 1_000,
   idleTimeoutMs: 10 * 60_000,
   authTimeoutMs: 10_000,
+  authFailureDelayMs: 100,
   writeHighWaterBytes: 1 << 20,
 });
 
+/**
+ * The longest delay Node's timers support (2^31 - 1 ms, about 24.8 days). A longer one does not
+ * wait longer: Node fires it after 1 ms.
+ */
+export const TIMER_MAX_MS = 2 ** 31 - 1;
+
+/** Limits that become timer delays (a lease or wait deadline, the idle sweep, the auth timers). */
+const DURATIONS = [
+  "maxLeaseMs",
+  "maxWaitMs",
+  "idleTimeoutMs",
+  "authTimeoutMs",
+  "authFailureDelayMs",
+] as const;
+
+/**
+ * The defaults with `overrides` applied. Throws a RangeError, before anything is bound, for a limit
+ * that no connection could work with, which would otherwise fail on the first connection or turn
+ * into a timer that fires at once.
+ */
 export function resolveLimits(overrides: Partial<ServerLimits> = {}): ServerLimits {
   const limits = { ...DEFAULT_SERVER_LIMITS };
   for (const [name, value] of Object.entries(overrides)) {
@@ -55,5 +91,11 @@ export function resolveLimits(overrides: Partial<ServerLimits> = {}): ServerLimi
     }
     (limits as Record<string, number>)[name] = value;
   }
+  for (const name of DURATIONS) {
+    if (limits[name] > TIMER_MAX_MS) {
+      throw new RangeError(`limit ${name} must be at most ${TIMER_MAX_MS} ms, got ${limits[name]}`);
+    }
+  }
+  checkLimits(limits);
   return limits;
 }

@@ -11,10 +11,16 @@ export interface ServerObserver {
   granted(waitedMs: number): void;
   /** An `E` reply was sent. */
   error(code: ErrorCode): void;
+  /**
+   * A connection sent a wrong auth secret (`H`); it is closed after a delay. `remoteAddress` is
+   * `host:port`. The secret itself is never passed, so it cannot reach a log.
+   */
+  authFailed(remoteAddress: string): void;
 }
 
 export const NO_OBSERVER: ServerObserver = {
   request() {},
   granted() {},
   error() {},
+  authFailed() {},
 };

@@ -8,7 +8,7 @@ import { LOCKD_MAIN } from "./paths.js";
 export interface LockdOptions {
   /** Extra flags, e.g. ["--max-pending", "4"]. */
   readonly args?: readonly string[];
-  /** Extra environment, e.g. { LOCKD_AUTH_TOKEN: "s3cret" }. */
+  /** Extra environment, e.g. { LOCKD_AUTH_TOKEN: "at-least-16-bytes" }. */
   readonly env?: Readonly<Record<string, string>>;
   /** Data directory; a fresh temporary one (removed on dispose) if not given. */
   readonly dataDir?: string;

@@ -19,6 +19,7 @@ import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
 import type { SecretChecker } from "./auth.js";
+import { endWithLinger } from "./close.js";
 
 /** What every connection shares: the node, the limits and the server-wide facts for `I`. */
 export interface ConnectionContext {
@@ -30,6 +31,8 @@ export interface ConnectionContext {
   connectionCount(): number;
   /** Set when this node is part of a cluster: peer frames go to it. */
   readonly cluster: Cluster | undefined;
+  /** Called when the connection authenticates with `H`. */
+  onAuthenticated(connection: ClientConnection): void;
   /** Called once when the connection is gone, whatever closed it. */
   onClose(connection: ClientConnection): void;
 }
@@ -91,7 +94,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
     }
   }
 
-  /** Bytes arrived since the last idle sweep (a new connection counts as active). */
+  /** A complete line arrived since the last idle sweep (a new connection counts as active). */
   #heard = true;
   /** Idle sweeps in a row that found nothing received and no acquire queued. */
   #quietSweeps = 0;
@@ -136,6 +139,11 @@ export class ClientConnection implements AcquireSink, PeerSession {
     this.#socket.end();
   }
 
+  /** Sends a connection-level error line (`E ? - <code>`), then closes (the server evicting it). */
+  closeWithError(code: ErrorCode, message: string): void {
+    this.#fail("?", "-", undefined, code, message);
+  }
+
   /** Closes at once, without replies (server stop after the shutdown grace). */
   destroy(): void {
     this.#socket.destroy();
@@ -175,13 +183,16 @@ export class ClientConnection implements AcquireSink, PeerSession {
   /** Bytes read from the client; `chunk` is only valid during the call. */
   receive(chunk: Buffer): void {
     if (this.#closing) return;
-    this.#heard = true;
     // After a stall this process may have been replaced as the active: check before serving a byte.
     this.#ctx.cluster?.guardStall();
     let peerFrames = false;
     this.#receiving = true;
     try {
-      for (const frame of this.#decoder.push(chunk)) {
+      const frames = this.#decoder.push(chunk);
+      // Only complete lines keep a connection from idling out: a line trickled a byte at a time
+      // (slowloris) must still end within the idle timeout.
+      if (frames.length > 0) this.#heard = true;
+      for (const frame of frames) {
         if (this.#closing) break;
         if (isDecodeError(frame)) this.#replyDecodeError(frame);
         else if (isPeerFrame(frame)) {
@@ -294,17 +305,39 @@ export class ClientConnection implements AcquireSink, PeerSession {
         return;
       case "H":
         if (this.#ctx.auth !== undefined && !this.#ctx.auth.matches(request.secret)) {
-          this.#error("H", "-", undefined, "AUTH_FAILED", "wrong secret");
+          this.#refuseSecret();
           return;
         }
         this.#authenticated = true;
         if (this.#authTimer) clearTimeout(this.#authTimer);
+        this.#ctx.onAuthenticated(this);
         this.#send({ kind: "H" });
         return;
       case "I":
         this.#send({ kind: "I", fields: this.#info() });
         return;
     }
+  }
+
+  /**
+   * A wrong secret: nothing more is read or run, `AUTH_FAILED` comes only after
+   * `authFailureDelayMs`, and then the connection closes. Guessing costs a connection and the delay
+   * per try, where it used to cost one line.
+   */
+  #refuseSecret(): void {
+    this.#ctx.node.observer.authFailed(this.remoteAddress);
+    // Closing from now on: later input is dropped, and no other close (idle, eviction) cuts the delay short.
+    this.#closing = true;
+    this.#socket.pause();
+    this.#ctx.node.engine.closeSession(this.#session);
+    if (this.#authTimer) clearTimeout(this.#authTimer);
+    this.#authTimer = setTimeout(() => {
+      this.#error("H", "-", undefined, "AUTH_FAILED", "wrong secret");
+      this.#flush();
+      // Read again (and drop) so a client that closes first is noticed at once.
+      this.#socket.resume();
+      endWithLinger(this.#socket);
+    }, this.#ctx.limits.authFailureDelayMs);
   }
 
   #leaseInRange(op: RequestOp, key: string, id: string | undefined, leaseMs: number): boolean {
@@ -381,12 +414,12 @@ export class ClientConnection implements AcquireSink, PeerSession {
     this.#ctx.node.engine.closeSession(this.#session);
     this.#closing = true;
     this.#flush();
-    this.#socket.end();
+    endWithLinger(this.#socket);
   }
 
   /**
    * The server's idle sweep, every half idle timeout: two quiet sweeps after the last one that saw
-   * bytes close the connection, between 1 and 1.5 idle timeouts after its last byte. A flag instead
+   * a complete line close the connection, between 1 and 1.5 idle timeouts after it. A flag instead
    * of a timestamp keeps the clock off the path of every read. A client waiting for a lock is never idle.
    */
   sweepIdle(): void {

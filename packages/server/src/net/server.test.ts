@@ -1,31 +1,7 @@
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { LineClient } from "@lock/testkit";
-import { afterEach, describe, expect, it } from "vitest";
-import type { ServerLimits } from "../limits.js";
-import { LockServer } from "./server.js";
-
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function serve(options: { limits?: Partial<ServerLimits>; authToken?: string } = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), "lockd-net-"));
-  const server = await LockServer.start({ port: 0, dataDir, ...options });
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  cleanups.push(() => server.close(100));
-  return server;
-}
-
-async function client(server: LockServer): Promise<LineClient> {
-  const c = await LineClient.connect(server.port);
-  cleanups.push(() => c.close());
-  return c;
-}
+import { describe, expect, it } from "vitest";
+import { client, onCleanup, serve } from "./serve.test.data.js";
 
 const tokenOf = (line: string) => BigInt(line.split(" ")[2]!);
 
@@ -190,18 +166,10 @@ describe("limits and bad input", () => {
 
   it("stops reading a client that does not read its replies, and serves it all once it does", async () => {
     let answered = 0;
-    const observer = { request: () => answered++, granted() {}, error() {} };
-    const dataDir = mkdtempSync(join(tmpdir(), "lockd-net-"));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const server = await LockServer.start({
-      port: 0,
-      dataDir,
-      observer,
-      limits: { writeHighWaterBytes: 64 * 1024 },
-    });
-    cleanups.push(() => server.close(100));
+    const observer = { request: () => answered++, granted() {}, error() {}, authFailed() {} };
+    const server = await serve({ observer, limits: { writeHighWaterBytes: 64 * 1024 } });
     const socket = connect({ port: server.port, host: "127.0.0.1" });
-    cleanups.push(() => {
+    onCleanup(() => {
       socket.destroy();
     });
     await once(socket, "connect");
@@ -229,12 +197,20 @@ describe("limits and bad input", () => {
     expect(answered).toBe(count);
   });
 
-  it("refuses connections over the limit with an error line, then closes", async () => {
-    const server = await serve({ limits: { maxConnections: 1 } });
+  it("refuses connections over the limit with an error line, counted like any error, then closes", async () => {
+    const errors: string[] = [];
+    const observer = {
+      request() {},
+      granted() {},
+      error: (code: string) => errors.push(code),
+      authFailed() {},
+    };
+    const server = await serve({ observer, limits: { maxConnections: 1 } });
     const first = await client(server);
     expect(await first.request("P")).toBe("P");
     const extra = await client(server);
     expect(await extra.next()).toMatch(/^E \? - TOO_MANY_CONNECTIONS - /);
+    expect(errors).toEqual(["TOO_MANY_CONNECTIONS"]);
     await extra.closed;
     expect(await first.request("P")).toBe("P");
   });
@@ -259,7 +235,7 @@ describe("limits and bad input", () => {
     const c = await client(server);
     expect(await c.request("A k 30 0 r")).toMatch(/^E A k NOT_AUTHENTICATED r /);
     expect(await c.request("P")).toBe("P");
-    expect(await c.request("H s3cre")).toMatch(/^E H - AUTH_FAILED - /);
+    expect(await (await client(server)).request("H s3cre")).toMatch(/^E H - AUTH_FAILED - /);
     expect(await c.request("H s3cret")).toBe("H");
     expect(await c.request("A k 30 0 r")).toMatch(/^A k \d+ r$/);
     const late = await client(server);

@@ -10,7 +10,9 @@ import type { EngineJournal } from "../engine/engine.js";
 import { resolveLimits, type ServerLimits } from "../limits.js";
 import { LockNode } from "../node.js";
 import type { ServerObserver } from "../observer.js";
+import { Admission } from "./admission.js";
 import { SecretChecker } from "./auth.js";
+import { endWithLinger } from "./close.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
 
 export interface TlsFiles {
@@ -71,6 +73,7 @@ export class LockServer {
   readonly limits: ServerLimits;
   readonly #server: Server;
   readonly #connections = new Set<ClientConnection>();
+  readonly #admission: Admission<ClientConnection>;
   /** Set when this server is a cluster node. */
   cluster: Cluster | undefined;
   #closing: Promise<void> | undefined;
@@ -80,6 +83,15 @@ export class LockServer {
     this.node = node;
     this.#server = server;
     this.limits = limits;
+    this.#admission = new Admission(
+      limits,
+      () => this.#connections.size,
+      (connection) =>
+        connection.closeWithError(
+          "TOO_MANY_UNAUTHENTICATED",
+          "a newer connection took this slot before this one authenticated",
+        ),
+    );
   }
 
   static async start(options: LockServerOptions): Promise<LockServer> {
@@ -141,6 +153,11 @@ export class LockServer {
     return this.#connections.size;
   }
 
+  /** Connections that have not authenticated yet (always 0 without an auth token). */
+  get unauthenticatedCount(): number {
+    return this.#admission.unauthenticatedCount;
+  }
+
   /** Stops serving: queued acquires get `SHUTTING_DOWN`, connections close within `graceMs`. */
   close(graceMs = 2_000): Promise<void> {
     this.#closing ??= this.#shutdown(graceMs);
@@ -161,10 +178,15 @@ export class LockServer {
       version: options.version ?? "0.0.0",
       connectionCount: () => this.#connections.size,
       cluster: this.cluster,
-      onClose: (connection) => this.#connections.delete(connection),
+      onAuthenticated: (connection) => this.#admission.settled(connection),
+      onClose: (connection) => {
+        this.#connections.delete(connection);
+        this.#admission.settled(connection);
+      },
     };
     // One sweep for all connections instead of a socket timeout each, which would be re-armed on
-    // every read and write. A connection is closed between 1 and 1.5 idle timeouts after its last byte.
+    // every read and write. A connection is closed between 1 and 1.5 idle timeouts after its last
+    // complete line: bytes of an unfinished line do not count, so a trickled line cannot hold a slot.
     const idleMs = this.limits.idleTimeoutMs;
     if (idleMs > 0) {
       this.#idleSweep = setInterval(
@@ -177,11 +199,17 @@ export class LockServer {
     }
     const event = options.tls ? "secureConnection" : "connection";
     this.#server.on(event, (socket: Socket) => {
-      if (this.#closing || this.#connections.size >= this.limits.maxConnections) {
-        refuse(socket, this.#closing ? "SHUTTING_DOWN" : "TOO_MANY_CONNECTIONS");
+      if (this.#closing) {
+        refuse(socket, "SHUTTING_DOWN", this.node.observer);
         return;
       }
-      this.#connections.add(this.#connect(socket, ctx, event === "connection"));
+      if (!this.#admission.admit(auth !== undefined)) {
+        refuse(socket, "TOO_MANY_CONNECTIONS", this.node.observer);
+        return;
+      }
+      const connection = this.#connect(socket, ctx, event === "connection");
+      this.#connections.add(connection);
+      if (auth !== undefined) this.#admission.awaitingAuthentication(connection);
     });
     // TLS handshake failures and the like concern one socket, never the server.
     this.#server.on("tlsClientError", () => {});
@@ -251,11 +279,18 @@ export class LockServer {
   }
 }
 
-function refuse(socket: Socket, code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN"): void {
+/** Answers a connection that gets no slot with an error line (counted like any `E` reply), then closes it. */
+function refuse(
+  socket: Socket,
+  code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN",
+  observer: ServerObserver,
+): void {
+  observer.error(code);
   socket.on("error", () => {});
   const message =
     code === "SHUTTING_DOWN" ? "the server is shutting down" : "the server is at its connection limit";
-  socket.end(encodeReply({ kind: "E", op: "?", key: "-", code, message }));
+  socket.write(encodeReply({ kind: "E", op: "?", key: "-", code, message }));
+  endWithLinger(socket);
   // Accepted paused: read (and drop) until the client closes, so the socket does close.
   socket.resume();
 }
