@@ -208,7 +208,8 @@ export const ERROR_CODES = {
   TOO_MANY_KEYS: "the server is at its limit of keys held or queued for",
   IDLE_TIMEOUT: "the connection was idle too long; it is closed",
   AUTH_TIMEOUT: "the connection did not authenticate in time; it is closed",
-  NO_ACTIVE: "this node is a standby and knows no active yet; retry shortly (retryable)",
+  NO_ACTIVE:
+    "this node is a standby that knows no active yet, or an active confirming its role or waiting for its new epoch; retry shortly (retryable)",
   SHUTTING_DOWN: "the server is shutting down; retry on another node (retryable)",
   INTERNAL: "an unexpected server error; the request had no effect",
 } as const;
