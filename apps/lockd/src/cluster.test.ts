@@ -89,7 +89,7 @@ describe("lockd cluster", () => {
     expect(await grant(cluster, 1, "after:1")).toBeGreaterThan(before);
     const client = await connect(cluster, 1);
     // A lock granted by the dead active is still held on the new one, and released by its token.
-    expect(await client.request(`R held:3 ${tokens[3]}`)).toBe("R held:3 1");
+    expect(await client.request(`R held:3 ${tokens[3]} held3x`)).toBe("R held:3 1");
     expect(await client.request(`A held:3 30 0.05 again`)).toMatch(/^A held:3 \d+ again$/);
     // The other standby follows the new active.
     const third = await connect(cluster, 2);
@@ -110,12 +110,13 @@ describe("lockd cluster", () => {
     expect(await waiter.next()).toBe(`M A k ${cluster.advertised(1)} w2`);
     await cluster.nodes[1]!.waitForServing({ since });
     expect(await stopped).toEqual({ code: 0, signal: null });
-    // The successor has the holder table: the holder releases there and a re-sent waiter gets the key.
+    // The successor has the holder table: the holder releases there (proving it with its acquire's
+    // request id, on a new connection) and a re-sent waiter gets the key.
     const moved = await connect(cluster, 1);
     moved.send("A k 30 0 w1");
     expect(await moved.request("P sync")).toBe("P sync");
     const released = await connect(cluster, 1);
-    expect(await released.request(`R k ${token}`)).toBe("R k 1");
+    expect(await released.request(`R k ${token} h`)).toBe("R k 1");
     const handed = await moved.next();
     expect(handed).toMatch(/^A k \d+ w1$/);
     expect(tokenOf(handed)).toBeGreaterThan(token);
@@ -135,7 +136,7 @@ describe("lockd cluster", () => {
     await cluster.nodes[1]!.waitForRole("standby", { since: sinceSecond });
     const client = await connect(cluster, 0);
     // The lock granted by node 1 while node 0 was down survived the takeover.
-    expect(await client.request(`R second ${onSecond}`)).toBe("R second 1");
+    expect(await client.request(`R second ${onSecond} secondx`)).toBe("R second 1");
     expect(await grant(cluster, 0, "third")).toBeGreaterThan(onSecond);
   });
 
@@ -158,7 +159,7 @@ describe("lockd cluster", () => {
     );
     const highest = left > right ? left : right;
     const client = await connect(cluster, 0);
-    expect(await client.request(`R split ${left}`)).toBe("R split 1");
+    expect(await client.request(`R split ${left} splitx`)).toBe("R split 1");
     expect(await grant(cluster, 0, "split")).toBeGreaterThan(highest);
     expect(await grant(cluster, 0, "fresh")).toBeGreaterThan(highest);
   });
@@ -204,7 +205,10 @@ describe("lockd cluster", () => {
     const promoted = await connect(cluster, 1);
     for (const i of [0, 1, 2, 3, 1998, 2997, 2998, 2999]) {
       if (i % 4 === 3) expect(await promoted.request(`Y ${keys[i]} 30`)).toMatch(/^Y fold:\d+ \d+$/);
-      else expect(await promoted.request(`R ${keys[i]} ${tokens[i]}`)).toBe(`R ${keys[i]} 1`);
+      else
+        expect(await promoted.request(`R ${keys[i]} ${tokens[i]} ${i % 4 === 1 ? "b" : "a"}${i}`)).toBe(
+          `R ${keys[i]} 1`,
+        );
     }
   });
 

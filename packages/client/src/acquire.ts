@@ -32,7 +32,8 @@ export interface AcquireContext<L> {
   /** The call settled, whichever way. */
   settled(op: AcquireOp<L>): void;
   /** A grant nobody wants any more (the call was aborted or gave up): release it in the background. */
-  releaseUnwanted(key: string, token: bigint): void;
+  /** Releases a grant nobody wants; `id` is the acquire's request id, the proof of ownership. */
+  releaseUnwanted(key: string, token: bigint, id: string | undefined): void;
   /** An attempt may have been granted but its reply was lost: find such a grant by id and release it. */
   releaseIfGranted(key: string, id: string): void;
   /** The call moves to another connection with the same id. */
@@ -141,7 +142,8 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     this.#ticket = undefined;
     if (Number.isNaN(this.#firstWrittenAt)) this.#firstWrittenAt = ticket.writtenAt;
     if (this.#settled) {
-      if (reply.kind === "A" || reply.kind === "Y") this.#ctx.releaseUnwanted(reply.key, reply.token);
+      if (reply.kind === "A" || reply.kind === "Y")
+        this.#ctx.releaseUnwanted(reply.key, reply.token, reply.id);
       else if (this.#unresolvedWrite && reply.kind !== "T" && reply.kind !== "N") {
         this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
       }
@@ -272,7 +274,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     try {
       value = this.#ctx.granted(this, token, this.#firstWrittenAt, receivedAt);
     } catch (error) {
-      this.#ctx.releaseUnwanted(this.spec.key, token);
+      this.#ctx.releaseUnwanted(this.spec.key, token, this.spec.id);
       this.#settle(undefined, error as Error);
       return;
     }

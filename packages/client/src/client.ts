@@ -81,7 +81,7 @@ export class LockClient implements AsyncDisposable {
     };
     this.#backend = {
       timers: this.#timers,
-      extend: (key, token, leaseMs, untilMs) => this.#extend(key, token, leaseMs, untilMs),
+      extend: (key, token, leaseMs, untilMs, id) => this.#extend(key, token, leaseMs, untilMs, id),
       release: (lock, done) => this.#release(lock, done),
       lost: (lock, error) => this.#lost(lock, error),
     };
@@ -92,7 +92,7 @@ export class LockClient implements AsyncDisposable {
       granted: (op, token, leaseStartBound, receivedAt) =>
         this.#granted(op, token, leaseStartBound, receivedAt),
       settled: (op) => this.#pending.delete(op),
-      releaseUnwanted: (key, token) => this.#releaseUnwanted(key, token),
+      releaseUnwanted: (key, token, id) => this.#releaseUnwanted(key, token, id),
       releaseIfGranted: (key, id) => this.#releaseIfGranted(key, id),
       retried: (spec, attempt, error) => {
         this.#events.emit("retry", { key: spec.key, id: spec.id, attempt, error });
@@ -203,8 +203,8 @@ export class LockClient implements AsyncDisposable {
     leaseStartBound: number,
     receivedAt: number,
   ): Lock | Promise<Lock> {
-    const { key, leaseMs } = op.spec;
-    const lock = new Lock(this.#backend, key, token, leaseMs, leaseStartBound + leaseMs);
+    const { key, leaseMs, id } = op.spec;
+    const lock = new Lock(this.#backend, key, token, leaseMs, leaseStartBound + leaseMs, id);
     this.#held.add(lock);
     if (lock.expiresAt - receivedAt >= leaseMs * REFRESH_BELOW_FRACTION) return lock;
     // The lease is only known to run from the first write, and most of it may look spent after a
@@ -255,8 +255,12 @@ export class LockClient implements AsyncDisposable {
     for (const resolve of waiters) resolve();
   };
 
-  #releaseUnwanted(key: string, token: bigint): void {
-    this.#retrying({ op: "R", key, token }, undefined, () => {});
+  #releaseUnwanted(key: string, token: bigint, id: string | undefined): void {
+    this.#retrying(
+      id === undefined ? { op: "R", key, token } : { op: "R", key, token, id },
+      undefined,
+      () => {},
+    );
   }
 
   #releaseIfGranted(key: string, id: string): void {
@@ -264,15 +268,15 @@ export class LockClient implements AsyncDisposable {
     // is free instead, the probe wins it for 1 ms and releases it too; if someone else holds it, N.
     const probe: Request = { op: "Y", key, leaseMs: PROBE_LEASE_MS, id };
     this.#retrying(probe, undefined, ({ reply }) => {
-      if (reply?.kind === "Y") this.#releaseUnwanted(key, reply.token);
+      if (reply?.kind === "Y") this.#releaseUnwanted(key, reply.token, id);
     });
   }
 
-  #extend(key: string, token: bigint, leaseMs: number, untilMs: number): Promise<number | false> {
+  #extend(key: string, token: bigint, leaseMs: number, untilMs: number, id: string): Promise<number | false> {
     return new Promise((resolve, reject) => {
       if (this.#closing !== undefined) throw new ClientClosedError();
       checkDuration("leaseMs", leaseMs, 1);
-      this.#retrying({ op: "X", key, token, leaseMs }, untilMs, ({ reply, ticket }, error) => {
+      this.#retrying({ op: "X", key, token, leaseMs, id }, untilMs, ({ reply, ticket }, error) => {
         if (error !== undefined) reject(error);
         else if (reply?.kind !== "X") reject(new ProtocolError(`unexpected ${reply?.kind} reply to X`));
         else resolve(reply.extended ? ticket!.writtenAt : false);
@@ -282,7 +286,8 @@ export class LockClient implements AsyncDisposable {
 
   #release(lock: Lock, done: (error: Error | undefined, released: boolean) => void): void {
     this.#held.delete(lock);
-    const request: Request = { op: "R", key: lock.key, token: lock.token };
+    // The id proves ownership when the release goes out on another connection than the grant came on.
+    const request: Request = { op: "R", key: lock.key, token: lock.token, id: lock.requestId };
     this.#retrying(request, undefined, ({ reply, firstLostWriteAt }, error) => {
       if (error !== undefined) {
         done(error, false);

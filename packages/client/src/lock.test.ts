@@ -44,7 +44,7 @@ describe("Lock", () => {
   beforeEach(() => {
     vi.useFakeTimers();
     backend = new FakeBackend();
-    lock = new Lock(backend, "orders:42", 1099511627777n, LEASE, Date.now() + LEASE);
+    lock = new Lock(backend, "orders:42", 1099511627777n, LEASE, Date.now() + LEASE, "k1.1.00");
   });
   afterEach(() => {
     backend.timers.stop();

@@ -10,7 +10,7 @@ export interface LockBackend {
    * Resolves with the monotonic time the confirmed attempt was written, or false if the server said
    * the token no longer holds the key. Rejects if no server confirmed it by `untilMs`.
    */
-  extend(key: string, token: bigint, leaseMs: number, untilMs: number): Promise<number | false>;
+  extend(key: string, token: bigint, leaseMs: number, untilMs: number, id: string): Promise<number | false>;
   /** Sends `R key token` with the release retry policy; `done` gets whether we still held it. */
   release(lock: Lock, done: (error: Error | undefined, released: boolean) => void): void;
   /** The lock was lost (not released): the client forgets it and tells its listeners. */
@@ -58,14 +58,24 @@ export class Lock implements AsyncDisposable, Linked {
   #renewTimer: Timer | undefined;
   #autoExtend = false;
   #release: Promise<boolean> | undefined;
+  /** @internal The acquire's request id: lockd's proof that a release or extension is the holder's. */
+  readonly requestId: string;
 
   /** @internal Locks come from LockClient.acquire / tryAcquire / withLock. */
-  constructor(backend: LockBackend, key: string, token: bigint, leaseMs: number, expiresAt: number) {
+  constructor(
+    backend: LockBackend,
+    key: string,
+    token: bigint,
+    leaseMs: number,
+    expiresAt: number,
+    requestId: string,
+  ) {
     this.#backend = backend;
     this.key = key;
     this.token = token;
     this.leaseMs = leaseMs;
     this.#expiresAt = expiresAt;
+    this.requestId = requestId;
   }
 
   /** Monotonic ms (the `performance.now()` clock) at which the lease ends, as far as the client knows. */
@@ -112,7 +122,13 @@ export class Lock implements AsyncDisposable, Linked {
     const now = this.#backend.timers.clock.now();
     let writtenAt: number | false;
     try {
-      writtenAt = await this.#backend.extend(this.key, this.token, leaseMs, Math.max(now, this.#expiresAt));
+      writtenAt = await this.#backend.extend(
+        this.key,
+        this.token,
+        leaseMs,
+        Math.max(now, this.#expiresAt),
+        this.requestId,
+      );
     } catch (error) {
       if (this.#state !== "held") throw error;
       if (this.#backend.timers.clock.now() < this.#expiresAt) throw error;

@@ -86,8 +86,8 @@ function record<T>(
 export const request = fc.oneof(
   record({ op: fc.constant("A"), key, leaseMs: durationMs, waitMs: durationMs, id }, ["id"]),
   record({ op: fc.constant("Y"), key, leaseMs: durationMs, id }, ["id"]),
-  record({ op: fc.constant("R"), key, token: u64 }),
-  record({ op: fc.constant("X"), key, token: u64, leaseMs: durationMs }),
+  record({ op: fc.constant("R"), key, token: u64, id }, ["id"]),
+  record({ op: fc.constant("X"), key, token: u64, leaseMs: durationMs, id }, ["id"]),
   record({ op: fc.constant("C"), key, id }),
   record({ op: fc.constant("P"), nonce }, ["nonce"]),
   record({ op: fc.constant("H"), secret }),

@@ -21,10 +21,10 @@ export function encodeRequest(request: Request, limits: ProtocolLimits = DEFAULT
     case "Y":
       return `Y ${keyText(request.key, limits)} ${formatSeconds(request.leaseMs)}${idSuffix(request.id)}\n`;
     case "R":
-      return `R ${keyText(request.key, limits)} ${formatToken(request.token)}\n`;
+      return `R ${keyText(request.key, limits)} ${formatToken(request.token)}${idSuffix(request.id)}\n`;
     case "X": {
-      const { key, token, leaseMs } = request;
-      return `X ${keyText(key, limits)} ${formatToken(token)} ${formatSeconds(leaseMs)}\n`;
+      const { key, token, leaseMs, id } = request;
+      return `X ${keyText(key, limits)} ${formatToken(token)} ${formatSeconds(leaseMs)}${idSuffix(id)}\n`;
     }
     case "C":
       return `C ${keyText(request.key, limits)}${idSuffix(request.id)}\n`;

@@ -115,7 +115,9 @@ describe("fast paths", () => {
       "A k 30 0 -x",
       "A k 30 0 a b",
       "R k 01",
-      "R k 1 2",
+      "R k 1 2 3",
+      "R k 1 -x",
+      "R k 1 ",
       "R k",
     ]) {
       expect(fastRequest(line, 1024), line).toBeUndefined();

@@ -32,7 +32,7 @@ function idAt(line: string, start: number): string | undefined {
   return isValidId(id) ? detach(id) : undefined;
 }
 
-/** `A <key> <lease> <wait> [<id>]` or `R <key> <token>`; undefined for anything else. */
+/** `A <key> <lease> <wait> [<id>]` or `R <key> <token> [<id>]`; undefined for anything else. */
 export function fastRequest(line: string, maxKeyBytes: number): AcquireRequest | ReleaseRequest | undefined {
   if (line.charCodeAt(1) !== SPACE) return undefined;
   const verb = line.charCodeAt(0);
@@ -42,8 +42,12 @@ export function fastRequest(line: string, maxKeyBytes: number): AcquireRequest |
   const key = keyAt(line, 2, keyEnd, maxKeyBytes);
   if (key === undefined) return undefined;
   if (verb === R) {
-    const token = parseToken(line.slice(keyEnd + 1));
-    return token === undefined ? undefined : { op: "R", key, token };
+    const tokenEnd = line.indexOf(" ", keyEnd + 1);
+    const token = parseToken(tokenEnd < 0 ? line.slice(keyEnd + 1) : line.slice(keyEnd + 1, tokenEnd));
+    if (token === undefined) return undefined;
+    if (tokenEnd < 0) return { op: "R", key, token };
+    const id = idAt(line, tokenEnd + 1);
+    return id === undefined ? undefined : { op: "R", key, token, id };
   }
   const leaseEnd = line.indexOf(" ", keyEnd + 1);
   if (leaseEnd < 0) return undefined;

@@ -24,19 +24,24 @@ export interface TryAcquireRequest {
   readonly id?: string;
 }
 
-/** Release the key if `token` still holds it. */
+/**
+ * Release the key if `token` still holds it. `id`, the acquire's request id, proves the caller is
+ * the holder when it asks from another connection than the one that was granted the key.
+ */
 export interface ReleaseRequest {
   readonly op: "R";
   readonly key: string;
   readonly token: bigint;
+  readonly id?: string;
 }
 
-/** Extend the lease of `token` to `leaseMs` from now. */
+/** Extend the lease of `token` to `leaseMs` from now; `id` as for a release. */
 export interface ExtendRequest {
   readonly op: "X";
   readonly key: string;
   readonly token: bigint;
   readonly leaseMs: number;
+  readonly id?: string;
 }
 
 /**
@@ -206,6 +211,8 @@ export const ERROR_CODES = {
   TOO_MANY_UNAUTHENTICATED:
     "a newer connection took this one's slot before it authenticated; the connection is closed",
   TOO_MANY_KEYS: "the server is at its limit of keys held or queued for",
+  NOT_OWNER:
+    "the token holds the key, but the request neither came on the connection that was granted it nor carried the acquire's request id; nothing changed",
   IDLE_TIMEOUT: "the connection was idle too long; it is closed",
   AUTH_TIMEOUT: "the connection did not authenticate in time; it is closed",
   NO_ACTIVE:

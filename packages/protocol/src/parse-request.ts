@@ -41,9 +41,9 @@ export function parseRequestFields(
     case "Y":
       return parseTryAcquire(reader(line, "Y", 5, limits));
     case "R":
-      return parseRelease(reader(line, "R", 4, limits));
+      return parseRelease(reader(line, "R", 5, limits));
     case "X":
-      return parseExtend(reader(line, "X", 5, limits));
+      return parseExtend(reader(line, "X", 6, limits));
     case "C":
       return parseCancel(reader(line, "C", 4, limits));
     case "P":
@@ -80,18 +80,20 @@ function parseTryAcquire(r: FieldReader): TryAcquireRequest | DecodeError {
 }
 
 function parseRelease(r: FieldReader): ReleaseRequest | DecodeError {
-  const wrongCount = r.expect(3, 3, "R <key> <token>", 1);
-  if (wrongCount) return wrongCount;
-  const key = r.key(1);
-  return r.result<ReleaseRequest>({ op: "R", key, token: r.token(2) });
-}
-
-function parseExtend(r: FieldReader): ExtendRequest | DecodeError {
-  const wrongCount = r.expect(4, 4, "X <key> <token> <lease>", 1);
+  const wrongCount = r.expect(3, 4, "R <key> <token> [<id>]", 1);
   if (wrongCount) return wrongCount;
   const key = r.key(1);
   const token = r.token(2);
-  return r.result<ExtendRequest>({ op: "X", key, token, leaseMs: r.seconds(3, "lease") });
+  return r.result(withId<ReleaseRequest>({ op: "R", key, token }, r.id(3)));
+}
+
+function parseExtend(r: FieldReader): ExtendRequest | DecodeError {
+  const wrongCount = r.expect(4, 5, "X <key> <token> <lease> [<id>]", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const token = r.token(2);
+  const leaseMs = r.seconds(3, "lease");
+  return r.result(withId<ExtendRequest>({ op: "X", key, token, leaseMs }, r.id(4)));
 }
 
 function parseCancel(r: FieldReader): CancelRequest | DecodeError {

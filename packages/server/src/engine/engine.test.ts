@@ -254,6 +254,27 @@ describe("LockEngine", () => {
     expect(engine.tryAcquire("c", 1000)).toEqual({ status: "rejected", code: "TOO_MANY_KEYS" });
   });
 
+  it("tells the holder (its session, or its request id) from someone who only knows the token", () => {
+    const { engine } = setup();
+    const mine = engine.openSession();
+    const theirs = engine.openSession();
+    const token = grantedToken(
+      engine.acquire(mine, { key: "k", leaseMs: 1000, waitMs: 0, id: "r1", payload: "a" }),
+    );
+    expect(engine.ownership("k", token, mine, undefined)).toBe("holder");
+    expect(engine.ownership("k", token, theirs, undefined)).toBe("not-owner");
+    expect(engine.ownership("k", token, theirs, "r2")).toBe("not-owner");
+    expect(engine.ownership("k", token, theirs, "r1")).toBe("holder");
+    expect(engine.ownership("k", token + 1n, theirs, undefined)).toBe("stale");
+    // A retry of the acquire on another session (a reconnect) moves the holder there.
+    engine.acquire(theirs, { key: "k", leaseMs: 1000, waitMs: 0, id: "r1", payload: "a" });
+    expect(engine.ownership("k", token, theirs, undefined)).toBe("holder");
+    // A replicated holder has no session here: only its id proves it.
+    engine.installHolder("r", 5n, 1000, "r9");
+    expect(engine.ownership("r", 5n, mine, undefined)).toBe("not-owner");
+    expect(engine.ownership("r", 5n, mine, "r9")).toBe("holder");
+  });
+
   it("renews the epoch when a sequence runs out, keeping tokens increasing", () => {
     let epoch = 7n;
     const issuer = new TokenIssuer(epoch, () => ++epoch, 3);

@@ -31,6 +31,9 @@ export interface EngineJournal {
   extend(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline: number): void;
 }
 
+/** See `LockEngine.ownership`. */
+export type Ownership = "holder" | "not-owner" | "stale";
+
 export interface EngineLimits {
   /** Queued acquires per key; more get `TOO_MANY_WAITERS`. */
   readonly maxWaitersPerKey: number;
@@ -142,13 +145,17 @@ export class LockEngine<P> {
   acquire(session: Session<P>, input: AcquireInput<P>): AcquireOutcome<P> {
     const state = this.#keys.get(input.key);
     if (state === undefined) {
-      const token = this.#grantFree(input.key, input.leaseMs, input.id);
+      const token = this.#grantFree(input.key, input.leaseMs, input.id, session);
       return token === undefined
         ? { status: "rejected", code: "TOO_MANY_KEYS" }
         : { status: "granted", token, replayed: false };
     }
     if (input.id !== undefined) {
-      if (state.holderId === input.id) return { status: "granted", token: state.token, replayed: true };
+      if (state.holderId === input.id) {
+        // A retry on another connection (the client reconnected): that connection holds it now.
+        state.holderSession = session;
+        return { status: "granted", token: state.token, replayed: true };
+      }
       const earlier = state.findWaiter(input.id);
       if (earlier !== undefined)
         return { status: "queued", displaced: this.#rebind(earlier, session, input) };
@@ -164,18 +171,35 @@ export class LockEngine<P> {
     return { status: "queued", displaced: undefined };
   }
 
-  /** Grants only if the key is free right now; never queues. */
-  tryAcquire(key: string, leaseMs: number, id?: string): TryAcquireOutcome {
+  /** Grants only if the key is free right now; never queues. `session` becomes the holder's. */
+  tryAcquire(key: string, leaseMs: number, id?: string, session?: Session<P>): TryAcquireOutcome {
     const state = this.#keys.get(key);
     if (state !== undefined) {
-      if (id !== undefined && state.holderId === id)
+      if (id !== undefined && state.holderId === id) {
+        state.holderSession = session;
         return { status: "granted", token: state.token, replayed: true };
+      }
       return { status: "busy" };
     }
-    const token = this.#grantFree(key, leaseMs, id);
+    const token = this.#grantFree(key, leaseMs, id, session);
     return token === undefined
       ? { status: "rejected", code: "TOO_MANY_KEYS" }
       : { status: "granted", token, replayed: false };
+  }
+
+  /**
+   * Whether a release or extension of `key` by `token` may go ahead: "holder" when `token` holds the
+   * key and the request proves it is the holder's (sent on the connection that was granted the key,
+   * or carrying the acquire's request id), "not-owner" when the token holds the key but the proof is
+   * missing or wrong, "stale" when the token does not hold the key. Tokens count up by one, so the
+   * token alone proves nothing: anyone can guess a neighbour's.
+   */
+  ownership(key: string, token: bigint, session: Session<P>, id: string | undefined): Ownership {
+    const state = this.#keys.get(key);
+    if (state === undefined || state.token !== token) return "stale";
+    if (state.holderSession === session) return "holder";
+    if (id !== undefined && state.holderId === id) return "holder";
+    return "not-owner";
   }
 
   /** Releases `key` if `token` holds it, handing it to the queue's head. False if it did not. */
@@ -228,11 +252,12 @@ export class LockEngine<P> {
   installHolder(key: string, token: bigint, leaseMs: number, id: string | undefined): void {
     let state = this.#keys.get(key);
     if (state === undefined) {
-      state = new KeyState<P>(key, token, id);
+      state = new KeyState<P>(key, token, id, undefined);
       this.#keys.set(key, state);
     } else {
       state.token = token;
       state.holderId = id;
+      state.holderSession = undefined;
     }
     const deadline = this.#clock.now() + leaseMs;
     if (this.#deferDeadlines) state.deadline = deadline;
@@ -333,10 +358,15 @@ export class LockEngine<P> {
     return payloads;
   }
 
-  #grantFree(key: string, leaseMs: number, id: string | undefined): bigint | undefined {
+  #grantFree(
+    key: string,
+    leaseMs: number,
+    id: string | undefined,
+    session: Session<P> | undefined,
+  ): bigint | undefined {
     if (this.#keys.size >= this.#limits.maxKeys) return undefined;
     const token = this.#tokens.next();
-    const state = new KeyState<P>(key, token, id);
+    const state = new KeyState<P>(key, token, id, session);
     this.#keys.set(key, state);
     this.#heap.schedule(state, this.#clock.now() + leaseMs);
     this.counters.grants += 1;
@@ -357,6 +387,7 @@ export class LockEngine<P> {
     const now = this.#clock.now();
     state.token = token;
     state.holderId = next.id;
+    state.holderSession = next.session;
     this.#heap.schedule(state, now + next.leaseMs);
     this.counters.grants += 1;
     this.counters.handoffs += 1;

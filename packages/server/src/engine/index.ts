@@ -9,6 +9,7 @@ export type {
   EngineEvents,
   EngineJournal,
   EngineLimits,
+  Ownership,
   TryAcquireOutcome,
 } from "./engine.js";
 export { DEFAULT_ENGINE_LIMITS, LockEngine } from "./engine.js";

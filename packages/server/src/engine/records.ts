@@ -17,10 +17,15 @@ export class KeyState<P> implements DeadlineEntry {
   /** Allocated only while someone waits: most held keys never have a queue. */
   queue: WaitQueue<P> | undefined = undefined;
 
+  /**
+   * `holderSession`: the connection that was granted the key, which may release and extend it
+   * without presenting the request id (undefined for a replicated holder: only the id proves it).
+   */
   constructor(
     readonly key: string,
     public token: bigint,
     public holderId: string | undefined,
+    public holderSession: Session<P> | undefined,
   ) {}
 
   // A prototype getter, not a field: no per-lock memory for a constant.

@@ -273,7 +273,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
       case "Y": {
         const { key, id } = request;
         if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
-        const outcome = engine.tryAcquire(key, request.leaseMs, id);
+        const outcome = engine.tryAcquire(key, request.leaseMs, id, this.#session);
         if (outcome.status === "granted") {
           if (!outcome.replayed) observer.granted(0);
           this.#send({ kind: "Y", key, token: outcome.token, id });
@@ -282,17 +282,19 @@ export class ClientConnection implements AcquireSink, PeerSession {
         } else this.#error("Y", key, id, outcome.code, "the server holds too many keys");
         return;
       }
-      case "R":
-        this.#send({ kind: "R", key: request.key, released: engine.release(request.key, request.token) });
+      case "R": {
+        const { key, token, id } = request;
+        if (!this.#provesOwnership("R", key, token, id)) return;
+        this.#send({ kind: "R", key, released: engine.release(key, token) });
         return;
-      case "X":
-        if (!this.#leaseInRange("X", request.key, undefined, request.leaseMs)) return;
-        this.#send({
-          kind: "X",
-          key: request.key,
-          extended: engine.extend(request.key, request.token, request.leaseMs),
-        });
+      }
+      case "X": {
+        const { key, token, id } = request;
+        if (!this.#leaseInRange("X", key, id, request.leaseMs)) return;
+        if (!this.#provesOwnership("X", key, token, id)) return;
+        this.#send({ kind: "X", key, extended: engine.extend(key, token, request.leaseMs) });
         return;
+      }
       case "C": {
         // The withdrawn acquire gets its own reply (`T`) on whichever connection queued it.
         const sink = engine.cancel(request.key, request.id);
@@ -338,6 +340,24 @@ export class ClientConnection implements AcquireSink, PeerSession {
       this.#socket.resume();
       endWithLinger(this.#socket);
     }, this.#ctx.limits.authFailureDelayMs);
+  }
+
+  /**
+   * A release or extension must come from the holder: on the connection that was granted the key,
+   * or with the acquire's request id. A stale token passes (it changes nothing and gets `0`).
+   */
+  #provesOwnership(op: "R" | "X", key: string, token: bigint, id: string | undefined): boolean {
+    if (this.#ctx.node.engine.ownership(key, token, this.#session, id) !== "not-owner") return true;
+    this.#error(
+      op,
+      key,
+      id,
+      "NOT_OWNER",
+      id === undefined
+        ? "this connection was not granted the key: send the acquire's request id"
+        : "the request id is not the one the key was granted to",
+    );
+    return false;
   }
 
   #leaseInRange(op: RequestOp, key: string, id: string | undefined, leaseMs: number): boolean {

@@ -91,14 +91,15 @@ describe("LockServer over real sockets", () => {
     const server = await serve();
     const a = await client(server);
     const b = await client(server);
-    const token = tokenOf(await a.request("A k 30 0"));
+    const token = tokenOf(await a.request("A k 30 0 mine"));
     b.send("A k 30 0 gone");
     await expect.poll(() => server.node.engine.waiterCount).toBe(1);
     b.close();
     await expect.poll(() => server.node.engine.waiterCount).toBe(0);
     a.close();
+    // Still held: the holder, back on a new connection, releases it with its acquire's id.
     const c = await client(server);
-    expect(await c.request(`R k ${token}`)).toBe("R k 1");
+    expect(await c.request(`R k ${token} mine`)).toBe("R k 1");
   });
 
   it("reclaims an expired lease and hands it on", async () => {
