@@ -204,13 +204,20 @@ export class LockClient implements AsyncDisposable {
     receivedAt: number,
   ): Lock | Promise<Lock> {
     const { key, leaseMs } = op.spec;
-    const lock = new Lock(this.#backend, key, token, leaseMs, leaseStartBound + leaseMs);
+    const expiresAt = leaseStartBound + leaseMs;
+    const late = expiresAt - receivedAt < leaseMs * REFRESH_BELOW_FRACTION;
+    const lock = new Lock(this.#backend, key, token, leaseMs, expiresAt, late);
     this.#held.add(lock);
-    if (lock.expiresAt - receivedAt >= leaseMs * REFRESH_BELOW_FRACTION) return lock;
-    // The lease is only known to run from the first write, and most of it may look spent after a
-    // long wait: one extension restarts it from a known time.
-    return lock.extend().then(
-      () => lock,
+    if (!late) return lock;
+    // The lease is only known to run from the first write, and most of it may look spent (or past)
+    // after a long wait: one extension restarts it from a known time. If that fails the lock is
+    // lost before anyone saw it, and the call rejects (LockLostError when refused or too late).
+    return lock.refresh().then(
+      () => {
+        // Only close() lets go of a lock nobody has been handed yet.
+        if (lock.state !== "held") throw new ClientClosedError();
+        return lock;
+      },
       (error: unknown) => {
         lock.release().catch(() => {});
         throw error;
