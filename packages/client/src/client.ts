@@ -103,7 +103,9 @@ export class LockClient implements AsyncDisposable {
   /**
    * Waits for the lock on `key` (up to `waitMs`; forever by default) and resolves with it. Rejects with
    * LockTimeoutError when the wait runs out, AbortError when `signal` aborts, NoServerError when every
-   * connection was tried, InvalidArgumentError (nothing sent) for a bad key or duration.
+   * connection was tried, InvalidArgumentError (nothing sent) for a bad key or duration, and
+   * LockLostError when a grant that came late was lost before it could be handed out (its one
+   * refresh extension was refused or not confirmed in time; nothing is held, acquiring again is safe).
    */
   acquire(key: string, options: AcquireOptions): Promise<Lock> {
     return this.#acquire("A", key, options) as Promise<Lock>;
