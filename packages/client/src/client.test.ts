@@ -14,6 +14,7 @@ import {
   eventually,
   holdKey,
   isFree,
+  nextEvent,
   serverCounts,
   serverInfo,
 } from "./integration.test.support.js";
@@ -66,6 +67,17 @@ describe("LockClient against lockd", () => {
     await lost;
     // The server's lease may end a moment after the client's: wait until it has.
     await eventually(() => isFree(lockd, "api:expiring"));
+    expect(await lock.release()).toBe(false);
+  });
+
+  it("a lease that runs out unextended is lost, with the event, though nothing read the lock", async () => {
+    const lock = await client.acquire("api:unwatched", { leaseMs: 100 });
+    const lost = await nextEvent(client, "lockLost", (event) => event.key === "api:unwatched");
+    expect(lost.token).toBe(lock.token);
+    expect(lock.state).toBe("lost");
+    expect(lock.held).toBe(false);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBe(lost.error);
     expect(await lock.release()).toBe(false);
   });
 

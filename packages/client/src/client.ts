@@ -103,7 +103,9 @@ export class LockClient implements AsyncDisposable {
   /**
    * Waits for the lock on `key` (up to `waitMs`; forever by default) and resolves with it. Rejects with
    * LockTimeoutError when the wait runs out, AbortError when `signal` aborts, NoServerError when every
-   * connection was tried, InvalidArgumentError (nothing sent) for a bad key or duration.
+   * connection was tried, InvalidArgumentError (nothing sent) for a bad key or duration, and
+   * LockLostError when a grant that came late was lost before it could be handed out (its one
+   * refresh extension was refused or not confirmed in time; nothing is held, acquiring again is safe).
    */
   acquire(key: string, options: AcquireOptions): Promise<Lock> {
     return this.#acquire("A", key, options) as Promise<Lock>;
@@ -204,13 +206,20 @@ export class LockClient implements AsyncDisposable {
     receivedAt: number,
   ): Lock | Promise<Lock> {
     const { key, leaseMs, id } = op.spec;
-    const lock = new Lock(this.#backend, key, token, leaseMs, leaseStartBound + leaseMs, id);
+    const expiresAt = leaseStartBound + leaseMs;
+    const late = expiresAt - receivedAt < leaseMs * REFRESH_BELOW_FRACTION;
+    const lock = new Lock(this.#backend, key, token, leaseMs, expiresAt, id, late);
     this.#held.add(lock);
-    if (lock.expiresAt - receivedAt >= leaseMs * REFRESH_BELOW_FRACTION) return lock;
-    // The lease is only known to run from the first write, and most of it may look spent after a
-    // long wait: one extension restarts it from a known time.
-    return lock.extend().then(
-      () => lock,
+    if (!late) return lock;
+    // The lease is only known to run from the first write, and most of it may look spent (or past)
+    // after a long wait: one extension restarts it from a known time. If that fails the lock is
+    // lost before anyone saw it, and the call rejects (LockLostError when refused or too late).
+    return lock.refresh().then(
+      () => {
+        // Only close() lets go of a lock nobody has been handed yet.
+        if (lock.state !== "held") throw new ClientClosedError();
+        return lock;
+      },
       (error: unknown) => {
         lock.release().catch(() => {});
         throw error;

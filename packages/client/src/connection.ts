@@ -9,7 +9,6 @@ import {
   type Request,
   splitAddress,
 } from "@lock/protocol";
-import { SocketWriter } from "@lock/socket-io";
 import { AuthError, LockServerError, NoServerError, ProtocolError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
 import { serverName } from "./options.js";
@@ -53,14 +52,18 @@ export interface ConnectionListener {
   settled(): void;
 }
 
+const READ_BUFFER_BYTES = 64 * 1024;
+
 /**
  * The socket adapter: one TCP or TLS socket to one lockd, with its RequestQueue and ReplyDecoder.
  * Opens, authenticates (`H` first), writes batches once per tick (waiting for `drain` when the
- * kernel buffer is full), hands matched replies to their handlers and pings an idle server. It makes
+ * socket's buffer is full), hands matched replies to their handlers and pings an idle server. It makes
  * no retry decisions: those belong to the handlers.
+ *
+ * Only public `node:net` / `node:tls` APIs: a library must not break an application that runs with
+ * `--throw-deprecation`, or on a Node whose internals moved. Reads use `net.connect`'s `onread`
+ * option; writes are one `socket.write` per batch.
  */
-const READ_BUFFER_BYTES = 64 * 1024;
-
 export class Connection {
   readonly slot: PoolSlot;
   readonly #options: ResolvedOptions;
@@ -69,7 +72,6 @@ export class Connection {
   readonly #queue: RequestQueue<Ticket>;
   readonly #decoder: ReplyDecoder;
   readonly #socket: Socket;
-  readonly #writer: SocketWriter;
   #ready = false;
   #closed = false;
   #error: Error | undefined;
@@ -107,11 +109,12 @@ export class Connection {
           },
         });
     this.#socket = socket;
-    this.#writer = new SocketWriter(socket, () => {
+    // A batch is a complete set of requests: waiting for more (Nagle) would only delay the replies.
+    socket.setNoDelay(true);
+    socket.on("drain", () => {
       this.#waitingForDrain = false;
       this.#flush();
     });
-    socket.setNoDelay(true);
     socket.on(tls ? "secureConnect" : "connect", () => this.#onConnect());
     if (tls) socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("error", (error) => {
@@ -177,8 +180,12 @@ export class Connection {
 
   #flush(): void {
     if (this.#closed || this.#waitingForDrain || !this.#queue.hasWrites) return;
+    // Destroyed but not yet closed: what is queued never reaches the server, and `close` reports it
+    // so (unwritten), which lets it move to another connection as it is.
+    if (this.#socket.destroyed) return;
     const batch = this.#queue.takeWrites(this.#timers.clock.now());
-    if (!this.#writer.write(batch)) this.#waitingForDrain = true;
+    // False: the socket buffers more than its high-water mark; hold further batches until 'drain'.
+    if (!this.#socket.write(batch)) this.#waitingForDrain = true;
   }
 
   #onConnect(): void {

@@ -93,9 +93,21 @@ describe("Lock", () => {
     expect(lock.state).toBe("held");
   });
 
-  it("no confirmation by the deadline loses the lock", async () => {
+  it("no confirmation by the deadline loses the lock; extend rejects with the loss", async () => {
     const extended = lock.extend();
     await vi.advanceTimersByTimeAsync(LEASE);
+    expect(lock.state).toBe("lost");
+    backend.extends.shift()!.reject(new NoServerError("no server answered X in time"));
+    const error = await extended.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockLostError);
+    expect(error).toBe(lock.signal.reason);
+    expect(backend.lostErrors).toHaveLength(1);
+  });
+
+  it("an extension that fails for want of a server after the deadline loses the lock with that cause", async () => {
+    backend.timers.stop(); // the expiry timer cannot run first: the failure is what finds the deadline past
+    const extended = lock.extend();
+    vi.setSystemTime(Date.now() + LEASE);
     backend.extends.shift()!.reject(new NoServerError("no server answered X in time"));
     const error = await extended.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(LockLostError);
@@ -110,6 +122,81 @@ describe("Lock", () => {
     await vi.advanceTimersByTimeAsync(2);
     expect(signal.aborted).toBe(true);
     expect(backend.lostErrors).toHaveLength(1);
+  });
+
+  it("the lease running out unextended loses the lock even when nobody reads it", async () => {
+    await vi.advanceTimersByTimeAsync(LEASE);
+    expect(backend.lostErrors).toHaveLength(1);
+    expect(lock.state).toBe("lost");
+    expect(lock.held).toBe(false);
+    expect(lock.signal.aborted).toBe(true);
+    expect(lock.signal.reason).toBe(backend.lostErrors[0]);
+  });
+
+  // Past the deadline, before the expiry timer has had its turn: the first read must already see the
+  // loss, and every other view must agree with it, whichever came first.
+  it.each([
+    ["state", (read: Lock) => read.state],
+    ["held", (read: Lock) => read.held],
+    ["signal", (read: Lock) => read.signal],
+    ["remainingMs", (read: Lock) => read.remainingMs],
+  ] as const)(
+    "past the deadline, reading %s first: state, held, signal and the lost event agree",
+    (_name, read) => {
+      vi.setSystemTime(Date.now() + LEASE); // the clock moves; no timer runs
+      read(lock);
+      expect(lock.state).toBe("lost");
+      expect(lock.held).toBe(false);
+      expect(lock.remainingMs).toBe(0);
+      expect(lock.signal.aborted).toBe(true);
+      expect(lock.signal.reason).toBeInstanceOf(LockLostError);
+      expect(backend.lostErrors).toEqual([lock.signal.reason]);
+    },
+  );
+
+  it("past the deadline, release() resolves false without a request and extend() rejects", async () => {
+    vi.setSystemTime(Date.now() + LEASE);
+    expect(await lock.release()).toBe(false);
+    expect(backend.releases).toHaveLength(0);
+    expect(backend.lostErrors).toHaveLength(1);
+    await expect(lock.extend()).rejects.toBe(backend.lostErrors[0]);
+    expect(backend.extends).toHaveLength(0);
+  });
+
+  it("an extension confirmed after the deadline comes too late, whether or not anything was read", async () => {
+    const extended = lock.extend();
+    vi.setSystemTime(Date.now() + LEASE);
+    backend.confirmExtend();
+    await expect(extended).rejects.toBeInstanceOf(LockLostError);
+    expect(lock.state).toBe("lost");
+    expect(backend.lostErrors).toHaveLength(1);
+  });
+
+  it("a late grant is not judged by its deadline until its refresh is confirmed", async () => {
+    backend.timers.stop();
+    backend = new FakeBackend();
+    // Granted after a wait longer than the lease: the deadline known from the write is already past.
+    const late = new Lock(backend, "orders:42", 7n, LEASE, Date.now() - 10, "k1.2.00", true);
+    expect(late.state).toBe("held");
+    const refreshed = late.refresh();
+    expect(backend.extends).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(5);
+    expect(backend.lostErrors).toHaveLength(0);
+    backend.confirmExtend();
+    await refreshed;
+    expect(late.expiresAt).toBe(Date.now() + LEASE);
+    expect(late.held).toBe(true);
+    await vi.advanceTimersByTimeAsync(LEASE);
+    expect(late.state).toBe("lost");
+    expect(backend.lostErrors).toHaveLength(1);
+  });
+
+  it("a late grant whose refresh is refused is lost, and the refresh rejects with LockLostError", async () => {
+    const late = new Lock(backend, "orders:42", 7n, LEASE, Date.now() - 10, "k1.2.00", true);
+    const refreshed = late.refresh();
+    backend.extends.shift()!.resolve(false);
+    await expect(refreshed).rejects.toMatchObject({ code: "LOCK_LOST", key: "orders:42", token: 7n });
+    expect(late.state).toBe("lost");
   });
 
   it("autoExtend renews at every third of the lease and keeps the lock through 5 lease periods", async () => {

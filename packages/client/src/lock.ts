@@ -33,6 +33,11 @@ const RENEW_AT_FRACTION = 1 / 3;
  * started the lease was written, not from when its reply arrived: the server starts the lease when
  * it grants, which is after the write, so the client's deadline is never later than the server's.
  *
+ * Once the deadline passes without a confirmed extension the lock is lost, and everything says so
+ * together: a timer at the deadline declares the loss (the signal aborts, the client emits
+ * `lockLost`) whether or not anyone reads the lock, and every read checks the deadline first, so
+ * `state`, `held` and `signal` agree even in the moment before that timer runs.
+ *
  * Concurrency: extend() calls may overlap (the latest confirmed deadline wins); release() is
  * idempotent (later calls return the first call's promise) and ends every extension: a refusal
  * that arrives after release() started does not count as a loss.
@@ -57,11 +62,17 @@ export class Lock implements AsyncDisposable, Linked {
   #expiryTimer: Timer | undefined;
   #renewTimer: Timer | undefined;
   #autoExtend = false;
+  // Whether the deadline is enforced yet: not while a late grant is refreshed (see refresh()).
+  #watching = false;
   #release: Promise<boolean> | undefined;
   /** @internal The acquire's request id: lockd's proof that a release or extension is the holder's. */
   readonly requestId: string;
 
-  /** @internal Locks come from LockClient.acquire / tryAcquire / withLock. */
+  /**
+   * @internal Locks come from LockClient.acquire / tryAcquire / withLock. `refreshFirst`: the grant
+   * came so late that `expiresAt` may already have passed; the client calls refresh() before
+   * handing the lock out, and the deadline is enforced from then on.
+   */
   constructor(
     backend: LockBackend,
     key: string,
@@ -69,6 +80,7 @@ export class Lock implements AsyncDisposable, Linked {
     leaseMs: number,
     expiresAt: number,
     requestId: string,
+    refreshFirst = false,
   ) {
     this.#backend = backend;
     this.key = key;
@@ -76,6 +88,7 @@ export class Lock implements AsyncDisposable, Linked {
     this.leaseMs = leaseMs;
     this.#expiresAt = expiresAt;
     this.requestId = requestId;
+    if (!refreshFirst) this.#watchLease();
   }
 
   /** Monotonic ms (the `performance.now()` clock) at which the lease ends, as far as the client knows. */
@@ -89,11 +102,13 @@ export class Lock implements AsyncDisposable, Linked {
   }
 
   get state(): LockState {
+    this.#expireIfDue();
     return this.#state;
   }
 
   /** True while the lock is held and its lease has not run out. */
   get held(): boolean {
+    this.#expireIfDue();
     return this.#state === "held" && this.remainingMs > 0;
   }
 
@@ -103,10 +118,10 @@ export class Lock implements AsyncDisposable, Linked {
    * protects so that work stops when the lock goes.
    */
   get signal(): AbortSignal {
+    this.#expireIfDue();
     if (this.#controller === undefined) {
       this.#controller = new AbortController();
       if (this.#lostError !== undefined) this.#controller.abort(this.#lostError);
-      else this.#watchExpiry();
     }
     return this.#controller.signal;
   }
@@ -117,6 +132,7 @@ export class Lock implements AsyncDisposable, Linked {
    * before the lease ran out (the lock is then lost and `signal` aborts).
    */
   async extend(leaseMs: number = this.leaseMs): Promise<void> {
+    this.#expireIfDue();
     if (this.#state === "lost") throw this.#lostError!;
     if (this.#state !== "held") throw new LockLostError(this.key, this.token, "it was released");
     const now = this.#backend.timers.clock.now();
@@ -130,10 +146,15 @@ export class Lock implements AsyncDisposable, Linked {
         this.requestId,
       );
     } catch (error) {
-      if (this.#state !== "held") throw error;
+      // Lost meanwhile (the deadline passed while the attempts went unanswered): the loss is the
+      // answer. Released meanwhile: the error as it is.
+      if (this.#state !== "held") throw this.#lostError ?? error;
       if (this.#backend.timers.clock.now() < this.#expiresAt) throw error;
       throw this.#lose("no server confirmed an extension before the lease ran out", error);
     }
+    // A confirmation that arrives after the deadline comes too late, as it would had the expiry
+    // timer run on time: whether the lock survives must not depend on what was read meanwhile.
+    this.#expireIfDue();
     if (this.#state !== "held") {
       if (this.#state === "lost") throw this.#lostError!;
       return;
@@ -149,6 +170,7 @@ export class Lock implements AsyncDisposable, Linked {
    */
   release(): Promise<boolean> {
     if (this.#release !== undefined) return this.#release;
+    this.#expireIfDue();
     this.#stopTimers();
     if (this.#state === "lost") {
       this.#release = Promise.resolve(false);
@@ -178,7 +200,28 @@ export class Lock implements AsyncDisposable, Linked {
     if (this.#autoExtend || this.#state !== "held") return;
     this.#autoExtend = true;
     this.#scheduleRenewal();
+  }
+
+  /**
+   * @internal The one extension of a late grant (constructed with `refreshFirst`), before the client
+   * hands it out: the lease restarts from the extension's write, and the deadline is enforced from
+   * then on. Rejects as extend() does; a refusal, or no confirmation in time, loses the lock.
+   */
+  async refresh(): Promise<void> {
+    await this.extend();
+    if (this.#state === "held") this.#watchLease();
+  }
+
+  #watchLease(): void {
+    this.#watching = true;
     this.#watchExpiry();
+  }
+
+  /** The deadline passed before the timer that declares it ran: declare it now. */
+  #expireIfDue(): void {
+    if (this.#watching && this.#state === "held" && this.#backend.timers.clock.now() >= this.#expiresAt) {
+      this.#lose("the lease ran out before it was extended");
+    }
   }
 
   #scheduleRenewal(): void {
@@ -206,7 +249,7 @@ export class Lock implements AsyncDisposable, Linked {
       if (this.#state !== "held") return;
       // An extension may have moved the deadline since this timer was set.
       if (this.#backend.timers.clock.now() < this.#expiresAt) this.#watchExpiry();
-      else this.#lose("the lease ran out before it was extended");
+      else this.#expireIfDue();
     });
   }
 

@@ -50,7 +50,7 @@ export class SocketWriter {
     this.#socket = socket;
     this.#drained = drained;
     const direct = options.direct !== false && !(socket instanceof TLSSocket);
-    this.#internals = direct ? streamInternals : undefined;
+    this.#internals = direct ? streamInternals() : undefined;
     // The stream reports its own drains, for the writes that go through it.
     socket.on("drain", () => {
       if (this.#queued === 0) drained();

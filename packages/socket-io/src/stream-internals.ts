@@ -1,7 +1,8 @@
 /**
- * The pieces of Node's stream plumbing that `net.Socket#write` itself uses, found once at load time.
- * None of them is public API, so each is checked for the shape this package relies on; when any is
- * missing (another Node, another runtime) `streamInternals` is undefined and writers fall back to
+ * The pieces of Node's stream plumbing that `net.Socket#write` itself uses, found once, on first use
+ * (never at import: importing this package must cost nothing, even under --throw-deprecation). None
+ * of them is public API, so each is checked for the shape this package relies on; when any is
+ * missing (another Node, another runtime) `streamInternals()` is undefined and writers fall back to
  * `socket.write`. Checked on Node 20.
  */
 
@@ -44,4 +45,14 @@ function find(): StreamInternals | undefined {
   }
 }
 
-export const streamInternals: StreamInternals | undefined = find();
+let probed = false;
+let found: StreamInternals | undefined;
+
+/** The internals, looked for on the first call (which may print DEP0111 under --pending-deprecation). */
+export function streamInternals(): StreamInternals | undefined {
+  if (!probed) {
+    probed = true;
+    found = find();
+  }
+  return found;
+}
