@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LineClient, LockdCluster } from "@lock/testkit";
@@ -170,6 +170,9 @@ async function throughput(): Promise<void> {
   const single = await startLockd("0");
   const ports = [await freePort(), await freePort(), await freePort()];
   const peers = ports.map((port) => `127.0.0.1:${port}`).join(",");
+  // Cluster nodes need a peer token (lockd refuses --peers without one).
+  const peerTokenFile = join(mkdtempSync(join(tmpdir(), "lockd-bench-peer-")), "peer-token");
+  writeFileSync(peerTokenFile, "bench-peer-token-of-the-cluster\n", { mode: 0o600 });
   const nodes = ports.map((port, i) =>
     spawnPinned(i === 0 ? "0" : standbyCpu, [
       LOCKD_MAIN,
@@ -179,6 +182,8 @@ async function throughput(): Promise<void> {
       mkdtempSync(join(tmpdir(), "lockd-bench-cluster-")),
       "--peers",
       peers,
+      "--peer-token-file",
+      peerTokenFile,
     ]),
   );
   try {

@@ -226,3 +226,67 @@ describe("lockd configuration", () => {
     }
   });
 });
+
+describe("lockd configuration: the peer token", () => {
+  const peers = ["--peers", "127.0.0.1:7420,127.0.0.1:7421"];
+  const peerToken = "peer-token-of-the-cluster";
+
+  it("refuses --peers without a peer token unless --insecure", () => {
+    expect(() => config(peers)).toThrow(ConfigError);
+    expect(() => config(peers)).toThrow(
+      /^--peers: refusing to run a cluster without a peer token: set --peer-token-file \(or LOCKD_PEER_TOKEN\), or pass --insecure$/,
+    );
+    expect(() => config([], { LOCKD_PEERS: "127.0.0.1:7420" })).toThrow(/^LOCKD_PEERS \(--peers\): refusing/);
+    expect(config([...peers, "--insecure"]).peerToken).toBeUndefined();
+    expect(config(peers, { LOCKD_INSECURE: "1" }).peers).toEqual(["127.0.0.1:7420", "127.0.0.1:7421"]);
+    // A single node needs none.
+    expect(config([]).peerToken).toBeUndefined();
+  });
+
+  it("reads the peer token from a file or LOCKD_PEER_TOKEN, with the auth token's rules", () => {
+    expect(config([...peers, "--peer-token-file", "/secrets/token"]).peerToken).toBe(
+      "s3cret-token-of-26-letters",
+    );
+    expect(config(peers, { LOCKD_PEER_TOKEN_FILE: "/secrets/token" }).peerToken).toBe(
+      "s3cret-token-of-26-letters",
+    );
+    expect(config(peers, { LOCKD_PEER_TOKEN: ` ${peerToken}\n` }).peerToken).toBe(peerToken);
+    const refusals = [
+      [
+        () => config(["--peer-token-file", "/secrets/short"]),
+        /peer token from --peer-token-file \/secrets\/short is shorter than 16 bytes/,
+      ],
+      [
+        () => config([], { LOCKD_PEER_TOKEN: "a b c d e f g h i" }),
+        /peer token from LOCKD_PEER_TOKEN must be printable ASCII/,
+      ],
+      [
+        () => config(["--peer-token-file", "/secrets/token"], { LOCKD_PEER_TOKEN: peerToken }),
+        /set either --peer-token-file or LOCKD_PEER_TOKEN, not both/,
+      ],
+      [() => config(["--peer-token-file", "/secrets/missing"]), /cannot read \/secrets\/missing: ENOENT/],
+    ] as const;
+    for (const [parse, message] of refusals) {
+      expect(parse).toThrow(ConfigError);
+      expect(parse).toThrow(message);
+      expect(parse).not.toThrow(/s3cret-token/);
+    }
+  });
+
+  it("refuses a peer token equal to the auth or admin token, without showing it", () => {
+    const same = { LOCKD_PEER_TOKEN: peerToken };
+    expect(() => config(peers, { ...same, LOCKD_AUTH_TOKEN: peerToken })).toThrow(
+      /^the peer token must differ from the auth token: clients would hold it$/,
+    );
+    expect(() => config(peers, { ...same, LOCKD_ADMIN_TOKEN: peerToken })).toThrow(
+      /^the peer token must differ from the admin token/,
+    );
+    const c = config(peers, { ...same, LOCKD_AUTH_TOKEN: "another-token-for-clients" });
+    expect([c.peerToken, c.authToken]).toEqual([peerToken, "another-token-for-clients"]);
+  });
+
+  it("documents --peer-token-file in --help", () => {
+    expect(usage()).toContain("--peer-token-file");
+    expect(usage()).toContain("LOCKD_PEER_TOKEN_FILE");
+  });
+});

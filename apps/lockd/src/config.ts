@@ -17,6 +17,11 @@ export interface LockdConfig {
   readonly dataDir: string;
   readonly admin: HostPort | undefined;
   readonly authToken: string | undefined;
+  /**
+   * The cluster's peer token: peer links prove it in a handshake (docs/protocol.md). Required with
+   * --peers unless --insecure; never equal to the auth or admin token.
+   */
+  readonly peerToken: string | undefined;
   /** With it, the admin server asks for `Authorization: Bearer <adminToken>` (all but /healthz). */
   readonly adminToken: string | undefined;
   readonly tls: { cert: Buffer; key: Buffer } | undefined;
@@ -88,6 +93,10 @@ const FLAGS = {
   "auth-token-file": {
     env: "LOCKD_AUTH_TOKEN_FILE",
     help: "file holding the shared auth token (or set LOCKD_AUTH_TOKEN)",
+  },
+  "peer-token-file": {
+    env: "LOCKD_PEER_TOKEN_FILE",
+    help: "file holding the cluster's peer token, needed with --peers; not the auth token (or set LOCKD_PEER_TOKEN)",
   },
   "tls-cert": { env: "LOCKD_TLS_CERT", help: "PEM certificate file; with --tls-key, serve TLS" },
   "tls-key": { env: "LOCKD_TLS_KEY", help: "PEM private key file" },
@@ -194,7 +203,7 @@ export function usage(): string {
     lines.push(`  --${name.padEnd(22)} ${flag.help}${fallback}  [${flag.env}]`);
   }
   lines.push(
-    `  --${"insecure".padEnd(22)} allow a non-loopback --listen without an auth token, or --admin without an admin token  [LOCKD_INSECURE=1]`,
+    `  --${"insecure".padEnd(22)} allow a non-loopback --listen without an auth token, --admin without an admin token, or --peers without a peer token  [LOCKD_INSECURE=1]`,
   );
   lines.push(`  --${"help".padEnd(22)} print this help`);
   return lines.join("\n");
@@ -266,6 +275,19 @@ export function parseConfig(
     secretFromEnv(env, "LOCKD_ADMIN_TOKEN"),
     readFile,
   );
+  const peerToken = readSecret(
+    "the peer token",
+    setting("peer-token-file"),
+    secretFromEnv(env, "LOCKD_PEER_TOKEN"),
+    readFile,
+  );
+  // Every client holds the auth token, and whoever reads /metrics may hold the admin token: a peer
+  // token equal to either would let them speak for a cluster node.
+  if (peerToken !== undefined && (peerToken === authToken || peerToken === adminToken)) {
+    throw new ConfigError(
+      `the peer token must differ from the ${peerToken === authToken ? "auth" : "admin"} token: clients would hold it`,
+    );
+  }
   const insecure = values.insecure === true || env.LOCKD_INSECURE === "1" || env.LOCKD_INSECURE === "true";
   if (!isLoopback(listen.host) && authToken === undefined && !insecure) {
     throw new ConfigError(
@@ -310,6 +332,12 @@ export function parseConfig(
       );
     }
     if (new Set(peers).size !== peers.length) throw new ConfigError("--peers lists a node twice");
+    // Without it anyone who reaches the port could join the cluster: promote, demote, or feed a replica.
+    if (peerToken === undefined && !insecure) {
+      throw new ConfigError(
+        `${setting("peers")!.origin}: refusing to run a cluster without a peer token: set --peer-token-file (or LOCKD_PEER_TOKEN), or pass --insecure`,
+      );
+    }
   }
   const heartbeatMs = numberOf("heartbeat-interval")!;
   const peerTimeoutMs = numberOf("peer-timeout")!;
@@ -336,6 +364,7 @@ export function parseConfig(
       dataDir: get("data-dir")!,
       admin,
       authToken,
+      peerToken,
       adminToken,
       tls,
       tlsCa,

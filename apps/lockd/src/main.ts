@@ -33,6 +33,9 @@ async function main(): Promise<void> {
   const authFailures = new AuthFailureLog((fields, message) => log.warn(fields, message));
   const metrics = new LockdMetrics((remote) => authFailures.failed(remote));
 
+  if (config.peers && config.peerToken === undefined) {
+    log.warn("no peer token (--insecure): anyone who reaches the client port can join this cluster");
+  }
   const server = await LockServer.start({
     host: config.listen.host,
     port: config.listen.port,
@@ -49,6 +52,7 @@ async function main(): Promise<void> {
       ? {
           cluster: {
             peers: config.peers,
+            ...(config.peerToken ? { peerToken: config.peerToken } : {}),
             ...(config.tls ? { tls: config.tlsCa ? { ca: config.tlsCa } : {} } : {}),
             timing: { heartbeatMs: config.heartbeatMs, peerTimeoutMs: config.peerTimeoutMs },
             events: {
@@ -58,6 +62,11 @@ async function main(): Promise<void> {
               },
               following: (active) => log.info({ active: active ?? null }, "following active"),
               peerRefused: (peer, reply) => log.error({ peer, reply }, "peer refused the cluster link"),
+              // Rate-limited by the server (one line per 10 s, `count` says how many it stands for).
+              peerRejected: (remote, node, reason, count) =>
+                log.warn({ remote, node: node ?? null, reason, count }, "peer rejected"),
+              peerLinkDropped: (peer, reason, count) =>
+                log.error({ peer, reason, count }, "peer link dropped"),
               serving: (epoch) => log.info({ epoch: epoch.toString() }, "serving"),
               epochRefused: (from, epoch, reason) =>
                 log.error({ from, epoch: epoch.toString(), reason }, "epoch refused"),
@@ -109,6 +118,7 @@ async function main(): Promise<void> {
       adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
       tls: config.tls !== undefined,
       auth: config.authToken !== undefined,
+      peerAuth: config.peers ? config.peerToken !== undefined : null,
       adminAuth: config.adminToken !== undefined,
       peers: config.peers ?? null,
     },

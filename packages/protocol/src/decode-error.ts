@@ -13,6 +13,11 @@ export interface DecodeError {
   readonly op: RequestOp | "?";
   readonly key: string;
   readonly id?: string;
+  /**
+   * Set when the refused line was a peer frame (it starts with `!`): a server refuses those on a
+   * connection that is not an authenticated peer link without answering their fields.
+   */
+  readonly peer?: true;
 }
 
 export function decodeError(

@@ -1,5 +1,12 @@
 import { quote } from "./decode-error.js";
-import { isValidAddress, isValidId, isValidNonce, isValidSecret, validateKey } from "./fields.js";
+import {
+  isValidAddress,
+  isValidId,
+  isValidNonce,
+  isValidPeerHex,
+  isValidSecret,
+  validateKey,
+} from "./fields.js";
 import type { ProtocolLimits } from "./limits.js";
 
 /**
@@ -40,4 +47,10 @@ export function secretText(secret: string): string {
 export function addressText(address: string): string {
   if (!isValidAddress(address)) throw new TypeError(`invalid address ${quote(address)}`);
   return address;
+}
+
+/** A peer nonce or proof: 64 lowercase hex digits. Never quoted: a proof is as good as a secret for a replay. */
+export function peerHexText(text: string, what: string): string {
+  if (!isValidPeerHex(text)) throw new TypeError(`invalid ${what}: 64 lowercase hex digits expected`);
+  return text;
 }

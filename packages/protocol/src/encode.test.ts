@@ -48,6 +48,25 @@ describe("encoders refuse values that would make a bad or ambiguous line", () =>
     expect(() => encodePeer({ peer: "G", seq: 1, key: "k", token: 1n, leaseMs: -1 })).toThrow(RangeError);
     expect(() => encodePeer({ peer: "Z" } as unknown as PeerFrame)).toThrow(TypeError);
   });
+
+  it("peer handshake frames: nonces and proofs are exactly 64 lowercase hex digits", () => {
+    const hex = "a".repeat(64);
+    expect(encodePeer({ peer: "N", node: "10.0.0.1:7420", nonce: hex })).toBe(`!N 10.0.0.1:7420 ${hex}\n`);
+    expect(() => encodePeer({ peer: "N", node: "10.0.0.1", nonce: hex })).toThrow(TypeError);
+    expect(() => encodePeer({ peer: "C", nonce: "A".repeat(64) })).toThrow(TypeError);
+    expect(() => encodePeer({ peer: "C", nonce: `${hex}\n!O 1 1` })).toThrow(TypeError);
+    expect(() => encodePeer({ peer: "V", proof: hex.slice(1) })).toThrow(TypeError);
+    // A proof never shows up in an error message: it would be replayable from a log.
+    expect(() => encodePeer({ peer: "V", proof: `${hex} ` })).toThrow(/^invalid proof: 64 lowercase/);
+  });
+});
+
+describe("decode errors of peer lines", () => {
+  it("are marked as peer lines, so a server can refuse them as peer frames", () => {
+    for (const line of ["!B 10.0.0.5:7420 standby 18446744073709551615 - 1", "!Z 1", "!", "!NN x"])
+      expect(parseRequestLine(line)).toMatchObject({ kind: "error", peer: true });
+    for (const line of ["Z", "A k -5 0", "H"]) expect(parseRequestLine(line)).not.toHaveProperty("peer");
+  });
 });
 
 describe("E replies", () => {

@@ -1,6 +1,6 @@
 import { formatSafeInteger } from "./decimal.js";
 import { formatSeconds } from "./duration.js";
-import { addressText, idSuffix, keyText, nonceSuffix, secretText } from "./encode-fields.js";
+import { addressText, idSuffix, keyText, nonceSuffix, peerHexText, secretText } from "./encode-fields.js";
 import { isRequestOp, isValidInfoName, isValidInfoValue, toMessageText } from "./fields.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import { ERROR_CODES, type Reply, type Request } from "./messages.js";
@@ -77,6 +77,12 @@ export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMIT
 
 export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LIMITS): string {
   switch (frame.peer) {
+    case "N":
+      return `!N ${addressText(frame.node)} ${peerHexText(frame.nonce, "nonce")}\n`;
+    case "C":
+      return `!C ${peerHexText(frame.nonce, "nonce")}\n`;
+    case "V":
+      return `!V ${peerHexText(frame.proof, "proof")}\n`;
     case "J": {
       const { node, role, epoch, highest } = frame;
       return `!J ${addressText(node)} ${roleText(role)} ${epochText(epoch)} ${epochText(highest)}\n`;

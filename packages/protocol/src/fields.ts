@@ -102,6 +102,19 @@ export function isValidNonce(nonce: string): boolean {
   return isPrintableAscii(nonce, MAX_NONCE_LENGTH);
 }
 
+/** Hex digits in a peer nonce and in a peer proof (32 bytes each). */
+export const PEER_HEX_LENGTH = 64;
+
+/** True for a peer nonce or proof: exactly 64 lowercase hex digits. */
+export function isValidPeerHex(text: string): boolean {
+  if (text.length !== PEER_HEX_LENGTH) return false;
+  for (let i = 0; i < PEER_HEX_LENGTH; i++) {
+    const c = text.charCodeAt(i);
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return false;
+  }
+  return true;
+}
+
 const MAX_HOST_LENGTH = 253;
 
 function isHostChar(c: number, bracketed: boolean): boolean {

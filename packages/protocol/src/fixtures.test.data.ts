@@ -36,6 +36,10 @@ export const MAX_U64 = 2n ** 64n - 1n;
 export const KEY_1024_TWO_BYTE = "é".repeat(512);
 export const KEY_1024_FOUR_BYTE = "😀".repeat(256);
 
+// Peer nonces and proofs: 64 lowercase hex digits.
+export const HEX_A = "0123456789abcdef".repeat(4);
+export const HEX_B = "f".repeat(64);
+
 export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
   { line: "A jobs:nightly 30 0", value: { op: "A", key: "jobs:nightly", leaseMs: 30_000, waitMs: 0 } },
   {
@@ -89,6 +93,9 @@ export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
   { line: "P hello", value: { op: "P", nonce: "hello" } },
   { line: "H s3cr3t!~#=", value: { op: "H", secret: "s3cr3t!~#=" } },
   { line: "I", value: { op: "I" } },
+  { line: `!N 10.0.0.5:7420 ${HEX_A}`, value: { peer: "N", node: "10.0.0.5:7420", nonce: HEX_A } },
+  { line: `!C ${HEX_B}`, value: { peer: "C", nonce: HEX_B } },
+  { line: `!V ${HEX_A}`, value: { peer: "V", proof: HEX_A } },
   {
     line: "!J 10.0.0.5:7420 active 1 9",
     value: { peer: "J", node: "10.0.0.5:7420", role: "active", epoch: 1n, highest: 9n },
@@ -314,6 +321,15 @@ export const BAD_REQUESTS: readonly BadLine[] = [
   { line: "!K 18446744073709551616", code: "BAD_ARGUMENT" },
   { line: "!Z 1", code: "BAD_SYNTAX" },
   { line: "!", code: "BAD_SYNTAX" },
+  { line: "!NN 10.0.0.5:7420", code: "BAD_SYNTAX" },
+  { line: `!N 10.0.0.5 ${HEX_A}`, code: "BAD_ARGUMENT" },
+  { line: "!N 10.0.0.5:7420 0123", code: "BAD_ARGUMENT" },
+  { line: `!N 10.0.0.5:7420 ${HEX_A.toUpperCase()}`, code: "BAD_ARGUMENT" },
+  { line: `!N 10.0.0.5:7420`, code: "BAD_SYNTAX" },
+  { line: `!C ${HEX_A}0`, code: "BAD_ARGUMENT" },
+  { line: `!C ${HEX_A} ${HEX_B}`, code: "BAD_SYNTAX" },
+  { line: `!V ${"g".repeat(64)}`, code: "BAD_ARGUMENT" },
+  { line: "!V", code: "BAD_SYNTAX" },
 ];
 
 export const BAD_REPLIES: readonly BadLine[] = [

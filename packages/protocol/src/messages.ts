@@ -219,6 +219,13 @@ export const ERROR_CODES = {
     "this node is a standby that knows no active yet, or an active confirming its role or waiting for its new epoch; retry shortly (retryable)",
   SHUTTING_DOWN: "the server is shutting down; retry on another node (retryable)",
   INTERNAL: "an unexpected server error; the request had no effect",
+  // Cluster peer links (docs/protocol.md, "Peer handshake").
+  PEER_NOT_AUTHENTICATED:
+    "a peer frame on a connection that has not authenticated as a cluster peer; the connection is closed",
+  PEER_AUTH_FAILED:
+    "the peer handshake failed (wrong peer token, or a node not in the peers list); the connection is closed",
+  PEER_PROTOCOL_ERROR:
+    "a malformed, out-of-range or out-of-place frame on a peer link; nothing of it was applied, the link is closed",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -233,4 +240,7 @@ export const FATAL_CODES: ReadonlySet<ErrorCode> = new Set([
   "IDLE_TIMEOUT",
   "AUTH_TIMEOUT",
   "AUTH_FAILED",
+  "PEER_NOT_AUTHENTICATED",
+  "PEER_AUTH_FAILED",
+  "PEER_PROTOCOL_ERROR",
 ]);

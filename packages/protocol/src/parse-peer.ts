@@ -1,6 +1,6 @@
 import type { DecodeError } from "./decode-error.js";
 import { FieldReader, splitFields, unknownVerb, withId } from "./field-reader.js";
-import { isValidAddress } from "./fields.js";
+import { isValidAddress, isValidPeerHex } from "./fields.js";
 import type { ProtocolLimits } from "./limits.js";
 import type {
   HeartbeatFrame,
@@ -29,6 +29,25 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
   // The longest frame (`!G`) has 6 fields; one more exposes a surplus.
   const r = new FieldReader(splitFields(line, 7), "?", limits.maxKeyBytes, false);
   switch (verb) {
+    case "!N":
+      return (
+        r.expect(3, 3, "!N <node> <nonce>") ??
+        r.result({
+          peer: "N",
+          node: r.argument(1, isValidAddress, "the node address"),
+          nonce: r.argument(2, isValidPeerHex, "the nonce (64 lowercase hex digits)"),
+        })
+      );
+    case "!C":
+      return (
+        r.expect(2, 2, "!C <nonce>") ??
+        r.result({ peer: "C", nonce: r.argument(1, isValidPeerHex, "the nonce (64 lowercase hex digits)") })
+      );
+    case "!V":
+      return (
+        r.expect(2, 2, "!V <proof>") ??
+        r.result({ peer: "V", proof: r.argument(1, isValidPeerHex, "the proof (64 lowercase hex digits)") })
+      );
     case "!J":
       return (
         r.expect(5, 5, "!J <node> <role> <epoch> <highest epoch>") ??

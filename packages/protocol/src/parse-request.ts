@@ -1,4 +1,4 @@
-import type { DecodeError } from "./decode-error.js";
+import { type DecodeError, isDecodeError } from "./decode-error.js";
 import { fastRequest } from "./fast-path.js";
 import { FieldReader, splitFields, unknownVerb, verbOf, withId } from "./field-reader.js";
 import { isValidNonce, isValidSecret } from "./fields.js";
@@ -53,7 +53,10 @@ export function parseRequestFields(
     case "I":
       return reader(line, "I", 2, limits).expect(1, 1, "I") ?? { op: "I" };
   }
-  if (verb.length === 2 && verb.charCodeAt(0) === 0x21) return parsePeerLine(line, verb, limits);
+  if (verb.charCodeAt(0) === 0x21) {
+    const frame = verb.length === 2 ? parsePeerLine(line, verb, limits) : unknownVerb(verb);
+    return isDecodeError(frame) ? { ...frame, peer: true } : frame;
+  }
   return unknownVerb(verb);
 }
 

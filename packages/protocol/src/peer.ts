@@ -8,11 +8,38 @@
  * standby can acknowledge (`!K`) everything up to a point and the active can tell what it missed.
  */
 
-export type PeerVerb = "J" | "B" | "S" | "h" | "s" | "G" | "F" | "X" | "P" | "O" | "K";
+export type PeerVerb = "N" | "C" | "V" | "J" | "B" | "S" | "h" | "s" | "G" | "F" | "X" | "P" | "O" | "K";
 
 export type NodeRole = "active" | "standby";
 
-/** `!J`: the first frame on a peer link (after `H` when the cluster has a secret). */
+/**
+ * `!N`: peer hello, the dialling node's first peer frame (after `H` when the cluster has a client
+ * auth token): the `--peers` address it claims to be, and its nonce. docs/protocol.md, "Peer
+ * handshake".
+ */
+export interface PeerHelloFrame {
+  readonly peer: "N";
+  readonly node: string;
+  /** 32 random bytes, 64 lowercase hex digits. */
+  readonly nonce: string;
+}
+
+/** `!C`: the listening node's challenge: its own nonce (64 lowercase hex digits). */
+export interface PeerChallengeFrame {
+  readonly peer: "C";
+  readonly nonce: string;
+}
+
+/**
+ * `!V`: proof of the peer token, HMAC-SHA256 over both addresses and both nonces (64 lowercase hex
+ * digits). The dialling node proves first; the listening node answers with its own proof.
+ */
+export interface PeerProofFrame {
+  readonly peer: "V";
+  readonly proof: string;
+}
+
+/** `!J`: the first frame on a peer link once the handshake is done. */
 export interface JoinFrame {
   readonly peer: "J";
   /** The sender's advertised `host:port`. */
@@ -108,6 +135,9 @@ export interface AckFrame {
 }
 
 export type PeerFrame =
+  | PeerHelloFrame
+  | PeerChallengeFrame
+  | PeerProofFrame
   | JoinFrame
   | HeartbeatFrame
   | SnapshotBeginFrame

@@ -3,7 +3,7 @@ export type { ProxyDirection } from "./fault-proxy.js";
 export { FaultProxy } from "./fault-proxy.js";
 export { LineClient } from "./line-client.js";
 export type { LockdClusterOptions } from "./lockd-cluster.js";
-export { LockdCluster } from "./lockd-cluster.js";
+export { LockdCluster, TEST_PEER_TOKEN } from "./lockd-cluster.js";
 export type { LockdOptions, ReadyInfo } from "./lockd-process.js";
 export { LockdProcess } from "./lockd-process.js";
 export { LOCKD_MAIN, REPO_ROOT } from "./paths.js";

@@ -2,12 +2,16 @@ import { FaultProxy } from "./fault-proxy.js";
 import { LineClient } from "./line-client.js";
 import { LockdProcess } from "./lockd-process.js";
 
+/** The peer token every LockdCluster node gets (LOCKD_PEER_TOKEN) unless `env` or `nodeEnv` sets another. */
+export const TEST_PEER_TOKEN = "testkit-peer-token-of-the-cluster";
+
 export interface LockdClusterOptions {
   readonly nodes: number;
   /** Extra flags for every node. */
   readonly args?: readonly string[];
+  /** Environment for every node, on top of `LOCKD_PEER_TOKEN=TEST_PEER_TOKEN`. */
   readonly env?: Readonly<Record<string, string>>;
-  /** Environment for one node, on top of `env` (e.g. a different auth token). */
+  /** Environment for one node, on top of `env` (e.g. a different auth or peer token). */
   readonly nodeEnv?: (index: number) => Readonly<Record<string, string>>;
 }
 
@@ -16,7 +20,8 @@ export interface LockdClusterOptions {
  * advertised through a FaultProxy in front of it: the peers list names the proxies, so peer links
  * (and clients that follow an `M` redirect) go through them, while tests' own clients connect to the
  * nodes directly. `isolate(i)` cuts every peer link into node i (a partition that clients do not
- * see); `heal()` restores them. Nodes can be killed, stopped, paused and restarted.
+ * see); `heal()` restores them. Nodes can be killed, stopped, paused and restarted. Every node gets
+ * the same peer token (`TEST_PEER_TOKEN`), as lockd needs one with `--peers`.
  */
 export class LockdCluster {
   readonly nodes: LockdProcess[] = [];
@@ -42,7 +47,7 @@ export class LockdCluster {
             "0.3",
             ...(options.args ?? []),
           ],
-          env: { ...options.env, ...options.nodeEnv?.(index) },
+          env: { LOCKD_PEER_TOKEN: TEST_PEER_TOKEN, ...options.env, ...options.nodeEnv?.(index) },
         }),
       );
       cluster.nodes.push(...(await Promise.all(started)));

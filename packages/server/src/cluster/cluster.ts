@@ -1,10 +1,13 @@
 import type { ConnectionOptions } from "node:tls";
-import { encodePeer, type NodeRole, type PeerFrame, tokenEpoch } from "@lock/protocol";
+import { encodePeer, type NodeRole, tokenEpoch } from "@lock/protocol";
 import { EpochExhaustedError } from "../epoch/epoch-plan.js";
+import { ListenerHandshake, PeerKey } from "../net/peer-auth.js";
 import type { LockNode } from "../node.js";
 import { type ClusterTiming, type Decision, Membership, type PeerState } from "./membership.js";
 import { PeerLink } from "./peer-link.js";
+import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
 import type { Replicator } from "./replicator.js";
+import { ReportLimiter } from "./report-limiter.js";
 
 /** The server-side operations a role change needs. */
 export interface ClusterServerHooks {
@@ -15,22 +18,20 @@ export interface ClusterServerHooks {
   resumeClients(): void;
 }
 
-/** An incoming connection from a peer, as the cluster sees it. */
-export interface PeerSession {
-  /** The peer's advertised address, once it sent `!J`. */
-  peer: string | undefined;
-  /** Last replication sequence applied from this session and not yet acknowledged. */
-  pendingAck: number | undefined;
-  sendRaw(line: string): void;
-  /** Drops the connection (the peer's link redials). */
-  close(): void;
-}
+/** How long a peer link's handshake may take (at least one peer timeout) before the link redials. */
+const HANDSHAKE_TIMEOUT_MS = 2_000;
 
 export interface ClusterOptions {
   readonly peers: readonly string[];
   readonly advertise: string;
   readonly timing: ClusterTiming;
+  /** The client auth token: peer links send `H` with it before their handshake, like any client. */
   readonly authToken: string | undefined;
+  /**
+   * The cluster's peer token: links prove it in the peer handshake (docs/protocol.md). Undefined:
+   * an empty key, so anyone who reaches the port can join (lockd allows that only with --insecure).
+   */
+  readonly peerToken: string | undefined;
   readonly tls: ConnectionOptions | undefined;
   readonly handoffTimeoutMs: number;
 }
@@ -39,8 +40,19 @@ export interface ClusterEvents {
   roleChanged(role: NodeRole, reason: string, epoch: bigint): void;
   /** A standby learned (or lost) the active it redirects clients to. */
   following(active: string | undefined): void;
-  /** A peer refused this node's link (wrong auth token, not a cluster node…). */
+  /** A peer refused this node's link (wrong auth token, wrong peer token, not a cluster node…). */
   peerRefused(address: string, reply: string): void;
+  /**
+   * An incoming connection sent peer frames without authenticating as a peer, or failed the peer
+   * handshake: refused and closed. `node` is the address it claimed, if any. Rate-limited: `count`
+   * is how many refusals this report stands for (the latest one's details).
+   */
+  peerRejected(remote: string, node: string | undefined, reason: string, count: number): void;
+  /**
+   * An authenticated peer link broke the peer protocol (either direction) and was dropped before
+   * the frame was applied. Rate-limited like `peerRejected`.
+   */
+  peerLinkDropped(peer: string, reason: string, count: number): void;
   /** An epoch from a peer was not believed (far beyond any clock), or none could be taken. */
   epochRefused(from: string, epoch: bigint, reason: string): void;
   /** This process did not run for `gapMs` (SIGSTOP, VM pause, GC); as active it holds grants. */
@@ -54,7 +66,7 @@ export interface ClusterEvents {
  * `Membership` carried out (promote, demote, raise the epoch, hand off), the replication stream
  * while active, and the replica applied while standby. docs/consistency.md has the timelines.
  */
-export class Cluster {
+export class Cluster implements PeerSessionHandler {
   readonly membership: Membership;
   readonly #node: LockNode;
   readonly #replicator: Replicator;
@@ -64,6 +76,9 @@ export class Cluster {
   readonly #links = new Map<number, PeerLink>();
   readonly #peerRoles = new Map<number, NodeRole | undefined>();
   readonly #refusalReportedAt = new Map<string, number>();
+  readonly #key: PeerKey;
+  readonly #rejections: ReportLimiter<{ remote: string; node: string | undefined; reason: string }>;
+  readonly #violations: ReportLimiter<{ peer: string; reason: string }>;
   #timer: NodeJS.Timeout | undefined;
   #lastTickAt: number | undefined;
   #stallDetectedAt = 0;
@@ -90,6 +105,13 @@ export class Cluster {
     this.#events = events;
     this.#options = options;
     this.membership = new Membership(options.peers, options.advertise, options.timing, node.clock);
+    this.#key = new PeerKey(options.peerToken);
+    this.#rejections = new ReportLimiter(({ remote, node, reason }, count) =>
+      events.peerRejected(remote, node, reason, count),
+    );
+    this.#violations = new ReportLimiter(({ peer, reason }, count) =>
+      events.peerLinkDropped(peer, reason, count),
+    );
     node.beforeDeadlines = () => this.guardStall();
     node.onServing = () => this.#events.serving(node.epoch);
   }
@@ -99,9 +121,12 @@ export class Cluster {
       if (peer.index === this.membership.self) continue;
       const link = new PeerLink({
         address: peer.address,
+        self: this.membership.selfAddress,
         authToken: this.#options.authToken,
+        key: this.#key,
         tls: this.#options.tls,
         retryMs: this.#options.timing.heartbeatMs,
+        handshakeTimeoutMs: Math.max(HANDSHAKE_TIMEOUT_MS, this.#options.timing.peerTimeoutMs),
         maxBufferedBytes: 64 * 1024 * 1024,
         hello: () =>
           encodePeer({
@@ -113,10 +138,20 @@ export class Cluster {
           }),
         onConnect: (connected) => this.#replicator.disconnected(connected),
         onDisconnect: (gone) => this.#replicator.disconnected(gone),
-        onFrame: (from, frame) => {
-          if (frame.peer === "K") this.#replicator.acknowledged(from, frame.seq);
+        onAck: (from, seq) => {
+          // Nothing past what this node has sent can be acknowledged.
+          if (seq > this.#replicator.seq) {
+            this.#violations.event({
+              peer: from.address,
+              reason: `!K ${seq} beyond the stream sent (${this.#replicator.seq})`,
+            });
+            from.reset();
+            return;
+          }
+          this.#replicator.acknowledged(from, seq);
         },
         onRefused: (from, reply) => this.#peerRefused(from.address, reply),
+        onViolation: (from, reason) => this.#violations.event({ peer: from.address, reason }),
       });
       this.#links.set(peer.index, link);
     }
@@ -136,6 +171,30 @@ export class Cluster {
       if (successor) await this.#handoff(successor, "shutdown");
     }
     for (const link of this.#links.values()) link.close();
+    this.#rejections.flush();
+    this.#violations.flush();
+  }
+
+  /** The listening side of the peer handshake, for one incoming connection. */
+  listenerHandshake(): ListenerHandshake {
+    return new ListenerHandshake(this.#key, this.membership.selfAddress, (address) => {
+      const peer = this.membership.peerByAddress(address);
+      return peer !== undefined && peer.index !== this.membership.self;
+    });
+  }
+
+  /** An incoming connection refused as a peer (see `ClusterEvents.peerRejected`). */
+  rejected(remote: string, node: string | undefined, reason: string): void {
+    this.#rejections.event({ remote, node, reason });
+  }
+
+  /** PeerSessionHandler: an authenticated incoming link broke the protocol. */
+  violated(session: PeerSession, reason: string): void {
+    this.#violations.event({ peer: session.peer, reason });
+  }
+
+  isMember(address: string): boolean {
+    return this.membership.peerByAddress(address) !== undefined;
   }
 
   /**
@@ -174,40 +233,22 @@ export class Cluster {
     });
   }
 
-  /** A frame from a peer's incoming connection (its heartbeats; the active's stream). */
-  onPeerFrame(session: PeerSession, frame: PeerFrame): void {
+  /**
+   * A frame from a peer's incoming connection (its heartbeats; the active's stream), checked by
+   * its PeerSession: the sender proved it is `session.peer`, and the frame fits the stream.
+   */
+  onPeerFrame(session: PeerSession, frame: SessionFrame): void {
     switch (frame.peer) {
       case "J":
-        session.peer = frame.node;
-        this.#heard(frame.node, frame.role, frame.epoch, undefined, frame.highest);
+        this.#heard(session.peer, frame.role, frame.epoch, undefined, frame.highest);
         return;
       case "B":
-        session.peer = frame.node;
-        this.#heard(frame.node, frame.role, frame.epoch, frame.active, frame.highest);
-        return;
-      case "S":
-        if (this.#node.role === "active" || session.peer === undefined) return;
-        this.#learn(session.peer, frame.epoch);
-        this.#syncedFromActive = true;
-        // Queued acquires here cannot be served by this standby: send them to the active first.
-        this.#hooks.redirectPending(session.peer);
-        this.#node.engine.clear();
-        this.#replicaOf = session.peer;
-        this.#follow(session.peer);
-        return;
-      case "K":
+        this.#heard(session.peer, frame.role, frame.epoch, frame.active, frame.highest);
         return;
     }
-    if (session.peer === undefined || session.peer !== this.#replicaOf || this.#node.role === "active")
-      return;
+    if (session.peer !== this.#replicaOf || this.#node.role === "active") return;
     const engine = this.#node.engine;
     switch (frame.peer) {
-      case "h":
-        engine.installHolder(frame.key, frame.token, frame.remainingMs, frame.id);
-        return;
-      case "s":
-        session.pendingAck = frame.seq;
-        return;
       case "G":
         engine.installHolder(frame.key, frame.token, frame.leaseMs, frame.id);
         break;
@@ -239,18 +280,27 @@ export class Cluster {
         // The old active's knowledge is this node's now (`!O` carries its highest epoch): informed.
         this.#promote("handoff", true);
         // Acknowledge at once: the old active redirects its clients only after this.
-        session.sendRaw(encodePeer({ peer: "K", seq: frame.seq }));
+        session.acknowledgeNow(frame.seq);
         return;
       }
     }
-    session.pendingAck = frame.seq;
+    session.acknowledge(frame.seq);
   }
 
-  /** After a batch of peer frames from `session`: acknowledge what was applied. */
-  flushAcks(session: PeerSession): void {
-    if (session.pendingAck === undefined) return;
-    session.sendRaw(encodePeer({ peer: "K", seq: session.pendingAck }));
-    session.pendingAck = undefined;
+  /** A complete snapshot from an active's link: it replaces this standby's replica. */
+  applySnapshot(session: PeerSession, snapshot: Snapshot): void {
+    if (this.#node.role === "active") return;
+    this.#learn(session.peer, snapshot.epoch);
+    this.#syncedFromActive = true;
+    // Queued acquires here cannot be served by this standby: send them to the active first.
+    this.#hooks.redirectPending(session.peer);
+    const engine = this.#node.engine;
+    engine.clear();
+    for (const { key, token, remainingMs, id } of snapshot.holders)
+      engine.installHolder(key, token, remainingMs, id);
+    this.#replicaOf = session.peer;
+    this.#follow(session.peer);
+    session.acknowledge(snapshot.seq);
   }
 
   #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined, highest: bigint): void {

@@ -1,32 +1,58 @@
 import { connect as connectTcp, isIP, type Socket } from "node:net";
 import { type ConnectionOptions, connect as connectTls } from "node:tls";
-import { isPeerFrame, LineDecoder, type PeerFrame, parseRequestLine, splitAddress } from "@lock/protocol";
+import {
+  encodePeer,
+  isDecodeError,
+  isPeerFrame,
+  LineDecoder,
+  parseRequestLine,
+  splitAddress,
+} from "@lock/protocol";
 import { SocketWriter } from "@lock/socket-io";
+import { PeerKey, type PeerTranscript } from "../net/peer-auth.js";
 
 export interface PeerLinkOptions {
-  /** `host:port` to dial. */
+  /** `host:port` to dial: the peer's `--peers` entry. */
   readonly address: string;
+  /** This node's own `--peers` entry: who it claims to be in the handshake. */
+  readonly self: string;
+  /** The client auth token, sent with `H` first (a peer link is admitted like a client). */
   readonly authToken: string | undefined;
+  /** The peer token, proved in the handshake. */
+  readonly key: PeerKey;
   readonly tls: ConnectionOptions | undefined;
   /** Delay before redialling a peer that is down. */
   readonly retryMs: number;
+  /** A connection whose handshake has not finished by then is dropped and redialled. */
+  readonly handshakeTimeoutMs: number;
   /** Unsent bytes after which a slow peer's link is dropped (it resyncs with a snapshot). */
   readonly maxBufferedBytes: number;
-  /** The first lines to send on every new connection (after `H`), e.g. `!J …`. */
+  /** The first lines to send once the handshake is done, e.g. `!J …`. */
   hello(): string;
   onConnect(link: PeerLink): void;
   onDisconnect(link: PeerLink): void;
-  /** A frame the peer sent back on this link (acknowledgements). */
-  onFrame(link: PeerLink, frame: PeerFrame): void;
+  /** The peer acknowledged the stream up to `seq`. */
+  onAck(link: PeerLink, seq: number): void;
   /** The peer answered with an error line, e.g. `AUTH_FAILED`: the link is useless until fixed. */
   onRefused(link: PeerLink, line: string): void;
+  /** The peer broke the protocol (or failed to prove the peer token): the connection was dropped. */
+  onViolation(link: PeerLink, reason: string): void;
 }
+
+/** Where a connection is in its life: the handshake (docs/protocol.md, "Peer handshake"), then ready. */
+type LinkState =
+  | { readonly step: "hello"; readonly nonce: string; awaitingH: boolean }
+  | { readonly step: "proving"; readonly transcript: PeerTranscript }
+  | { readonly step: "ready"; lastAck: number };
 
 /**
  * This node's outgoing connection to one peer: heartbeats and, while active, the replication
- * stream go out on it; the peer's acknowledgements come back on it. It redials by itself until
- * `close()`. Writes are batched per event-loop turn; frames sent while disconnected are dropped
- * (the peer gets a full snapshot after it reconnects, so nothing depends on them).
+ * stream go out on it; the peer's acknowledgements come back on it. Each connection first runs the
+ * peer handshake (`H` if the cluster has a client auth token, `!N`, the peer's `!C`, our `!V`, the
+ * peer's `!V`): only a peer that proved the peer token is sent `!J` and anything after it, and
+ * counts as connected. It redials by itself until `close()`. Writes are batched per event-loop turn;
+ * frames sent while disconnected are dropped (the peer gets a full snapshot after it reconnects, so
+ * nothing depends on them).
  */
 export class PeerLink {
   readonly address: string;
@@ -45,6 +71,7 @@ export class PeerLink {
     this.#dial();
   }
 
+  /** The handshake is done on the current connection: frames sent now reach the peer. */
   get connected(): boolean {
     return this.#connected;
   }
@@ -92,35 +119,110 @@ export class PeerLink {
     this.#writer = writer;
     socket.setNoDelay(true);
     const decoder = new LineDecoder();
+    let state: LinkState | undefined;
+    const handshakeTimer = setTimeout(() => {
+      // Only a peer that accepted the connection and then stalled the handshake is worth a report;
+      // a connect that never completes (a host that drops packets) is just a peer that is down.
+      if (state !== undefined)
+        this.#options.onViolation(this, "no peer handshake within the handshake timeout");
+      socket.destroy();
+    }, this.#options.handshakeTimeoutMs);
     socket.once(this.#options.tls ? "secureConnect" : "connect", () => {
-      this.#connected = true;
-      const auth = this.#options.authToken === undefined ? "" : `H ${this.#options.authToken}\n`;
-      writer.write(auth + this.#options.hello());
-      this.#options.onConnect(this);
+      const nonce = PeerKey.nonce();
+      const auth = this.#options.authToken;
+      state = { step: "hello", nonce, awaitingH: auth !== undefined };
+      writer.write(
+        (auth === undefined ? "" : `H ${auth}\n`) +
+          encodePeer({ peer: "N", node: this.#options.self, nonce }),
+      );
     });
     socket.on("data", (chunk: Buffer) => {
       for (const line of decoder.push(chunk)) {
-        if (typeof line !== "string") continue;
+        if (socket.destroyed || state === undefined) return;
+        if (typeof line !== "string") {
+          this.#violation(socket, `${line.code} from the peer`);
+          return;
+        }
         if (line.startsWith("E ")) {
           this.#options.onRefused(this, line);
-          continue;
+          socket.destroy();
+          return;
         }
-        const frame = parseRequestLine(line);
-        if (isPeerFrame(frame)) this.#options.onFrame(this, frame);
+        const problem = this.#receive(state, line, writer, (next) => {
+          state = next;
+        });
+        if (problem !== undefined) {
+          this.#violation(socket, problem);
+          return;
+        }
+        if (state.step === "ready" && !this.#connected) {
+          clearTimeout(handshakeTimer);
+          this.#connected = true;
+          writer.write(this.#options.hello());
+          this.#options.onConnect(this);
+        }
       }
     });
     socket.on("error", () => {});
     socket.once("close", () => {
-      const wasConnected = this.#connected;
-      this.#connected = false;
-      this.#out = "";
+      clearTimeout(handshakeTimer);
+      const wasConnected = this.#connected && this.#socket === socket;
       if (this.#socket === socket) {
+        this.#connected = false;
+        this.#out = "";
         this.#socket = undefined;
         this.#writer = undefined;
       }
       if (wasConnected) this.#options.onDisconnect(this);
       if (!this.#closed) this.#retry = setTimeout(() => this.#dial(), this.#options.retryMs);
     });
+  }
+
+  /** One line from the peer in `state`: moves the handshake on, or passes an ack; else says what is wrong. */
+  #receive(
+    state: LinkState,
+    line: string,
+    writer: SocketWriter,
+    setState: (next: LinkState) => void,
+  ): string | undefined {
+    if (state.step === "hello" && state.awaitingH && line === "H") {
+      state.awaitingH = false;
+      return undefined;
+    }
+    const frame = parseRequestLine(line);
+    if (isDecodeError(frame) || !isPeerFrame(frame))
+      return `${JSON.stringify(line.slice(0, 40))} from the peer`;
+    switch (state.step) {
+      case "hello": {
+        if (frame.peer !== "C" || state.awaitingH) return `!${frame.peer} where the peer's challenge belongs`;
+        const transcript: PeerTranscript = {
+          dialer: this.#options.self,
+          listener: this.address,
+          dialerNonce: state.nonce,
+          listenerNonce: frame.nonce,
+        };
+        writer.write(encodePeer({ peer: "V", proof: this.#options.key.proof("dialer", transcript) }));
+        setState({ step: "proving", transcript });
+        return undefined;
+      }
+      case "proving":
+        if (frame.peer !== "V") return `!${frame.peer} where the peer's proof belongs`;
+        if (!this.#options.key.verify("listener", state.transcript, frame.proof))
+          return "the peer did not prove it holds the peer token";
+        setState({ step: "ready", lastAck: -1 });
+        return undefined;
+      case "ready":
+        if (frame.peer !== "K") return `!${frame.peer} on the dialling side of a link`;
+        if (frame.seq < state.lastAck) return `!K ${frame.seq} after !K ${state.lastAck}`;
+        state.lastAck = frame.seq;
+        this.#options.onAck(this, frame.seq);
+        return undefined;
+    }
+  }
+
+  #violation(socket: Socket, reason: string): void {
+    this.#options.onViolation(this, reason);
+    socket.destroy();
   }
 
   readonly #flush = (): void => {

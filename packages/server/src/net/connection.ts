@@ -14,12 +14,14 @@ import {
   type RequestOp,
 } from "@lock/protocol";
 import { SocketWriter } from "@lock/socket-io";
-import type { Cluster, PeerSession } from "../cluster/cluster.js";
+import type { Cluster } from "../cluster/cluster.js";
+import { PeerSession } from "../cluster/peer-session.js";
 import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
 import type { SecretChecker } from "./auth.js";
 import { endWithLinger } from "./close.js";
+import type { ListenerHandshake } from "./peer-auth.js";
 
 /** What every connection shares: the node, the limits and the server-wide facts for `I`. */
 export interface ConnectionContext {
@@ -29,9 +31,9 @@ export interface ConnectionContext {
   readonly auth: SecretChecker | undefined;
   readonly version: string;
   connectionCount(): number;
-  /** Set when this node is part of a cluster: peer frames go to it. */
+  /** Set when this node is part of a cluster: peer links authenticate with it and feed it. */
   readonly cluster: Cluster | undefined;
-  /** Called when the connection authenticates with `H`. */
+  /** Called when the connection authenticates (with `H`, or as a peer link). */
   onAuthenticated(connection: ClientConnection): void;
   /** Called once when the connection is gone, whatever closed it. */
   onClose(connection: ClientConnection): void;
@@ -45,8 +47,14 @@ export interface ConnectionContext {
  * Backpressure: when the client stops reading and the unsent replies pass `writeHighWaterBytes`,
  * the connection stops reading requests until the socket drains, so a client that never reads
  * cannot grow the server's memory.
+ *
+ * Peer links arrive on the same port. A connection becomes one only through the peer handshake
+ * (`ListenerHandshake`), begun before it ran any verb but `H`; from then on its frames go to its
+ * PeerSession and it serves no lock verb. Any other peer frame is refused with
+ * PEER_NOT_AUTHENTICATED and closes the connection (on a single node, which has no peers, it is
+ * answered BAD_SYNTAX like any unknown verb).
  */
-export class ClientConnection implements AcquireSink, PeerSession {
+export class ClientConnection implements AcquireSink {
   readonly #socket: Socket;
   readonly #writer: SocketWriter;
   readonly #ctx: ConnectionContext;
@@ -65,9 +73,12 @@ export class ClientConnection implements AcquireSink, PeerSession {
   /** Reading stopped for a handoff (`pauseReading`). */
   #readingPaused = false;
   #authTimer: NodeJS.Timeout | undefined;
-  /** Set when a peer node identified itself on this connection (`!J`). */
-  peer: string | undefined = undefined;
-  pendingAck: number | undefined = undefined;
+  /** Ran a verb other than `H` (or sent a line that is none): it can no longer become a peer link. */
+  #servedClient = false;
+  /** The peer handshake, once a peer frame arrived on a cluster node. */
+  #handshake: ListenerHandshake | undefined;
+  /** Set once the connection proved it is a peer: every line goes to it from then on. */
+  #peerLink: PeerSession | undefined;
 
   /**
    * `reads`: "events" subscribes to the socket's 'data' (TLS); "external" means the caller passes
@@ -149,19 +160,9 @@ export class ClientConnection implements AcquireSink, PeerSession {
     this.#socket.destroy();
   }
 
-  /** Drops the connection at once (a peer session the cluster refuses). */
-  close(): void {
-    this.#socket.destroy();
-  }
-
-  /** Writes a raw line (peer acknowledgements). */
-  sendRaw(line: string): void {
-    if (!this.#closed) this.#queue(line);
-  }
-
-  /** Stops reading requests (during a handoff); peer links keep flowing. */
+  /** Stops reading requests (during a handoff); peer links, and handshakes, keep flowing. */
   pauseReading(): void {
-    if (this.peer !== undefined) return;
+    if (this.#peerLink !== undefined || this.#handshake !== undefined) return;
     this.#readingPaused = true;
     this.#socket.pause();
   }
@@ -185,7 +186,6 @@ export class ClientConnection implements AcquireSink, PeerSession {
     if (this.#closing) return;
     // After a stall this process may have been replaced as the active: check before serving a byte.
     this.#ctx.cluster?.guardStall();
-    let peerFrames = false;
     this.#receiving = true;
     try {
       const frames = this.#decoder.push(chunk);
@@ -195,12 +195,10 @@ export class ClientConnection implements AcquireSink, PeerSession {
       for (const frame of frames) {
         if (this.#closing) break;
         if (isDecodeError(frame)) this.#replyDecodeError(frame);
-        else if (isPeerFrame(frame)) {
-          peerFrames = true;
-          this.#handlePeerFrame(frame);
-        } else this.#handle(frame);
+        else if (isPeerFrame(frame)) this.#handlePeerFrame(frame);
+        else this.#handle(frame);
       }
-      if (peerFrames) this.#ctx.cluster?.flushAcks(this);
+      this.#peerLink?.flushAcks();
       this.#ctx.node.afterRequests();
     } finally {
       this.#receiving = false;
@@ -210,6 +208,11 @@ export class ClientConnection implements AcquireSink, PeerSession {
   }
 
   #handle(request: Request): void {
+    if (this.#peerLink) {
+      this.#peerLink.refuse(`a ${request.op} request on a peer link`);
+      return;
+    }
+    if (request.op !== "H") this.#servedClient = true;
     const observer = this.#ctx.node.observer;
     observer.request(request.op);
     if (!this.#authenticated && request.op !== "H" && request.op !== "P") {
@@ -311,7 +314,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
           return;
         }
         this.#authenticated = true;
-        if (this.#authTimer) clearTimeout(this.#authTimer);
+        this.#clearAuthTimer();
         this.#ctx.onAuthenticated(this);
         this.#send({ kind: "H" });
         return;
@@ -328,13 +331,18 @@ export class ClientConnection implements AcquireSink, PeerSession {
    */
   #refuseSecret(): void {
     this.#ctx.node.observer.authFailed(this.remoteAddress);
+    this.#failAfterDelay("H", "AUTH_FAILED", "wrong secret");
+  }
+
+  /** `#fail` after `authFailureDelayMs`, reading and running nothing meanwhile (a failed authentication). */
+  #failAfterDelay(op: RequestOp | "?", code: ErrorCode, message: string): void {
     // Closing from now on: later input is dropped, and no other close (idle, eviction) cuts the delay short.
     this.#closing = true;
     this.#socket.pause();
     this.#ctx.node.engine.closeSession(this.#session);
-    if (this.#authTimer) clearTimeout(this.#authTimer);
+    this.#clearAuthTimer();
     this.#authTimer = setTimeout(() => {
-      this.#error("H", "-", undefined, "AUTH_FAILED", "wrong secret");
+      this.#error(op, "-", undefined, code, message);
       this.#flush();
       // Read again (and drop) so a client that closes first is noticed at once.
       this.#socket.resume();
@@ -358,6 +366,11 @@ export class ClientConnection implements AcquireSink, PeerSession {
         : "the request id is not the one the key was granted to",
     );
     return false;
+  }
+
+  #clearAuthTimer(): void {
+    if (this.#authTimer) clearTimeout(this.#authTimer);
+    this.#authTimer = undefined;
   }
 
   #leaseInRange(op: RequestOp, key: string, id: string | undefined, leaseMs: number): boolean {
@@ -408,17 +421,74 @@ export class ClientConnection implements AcquireSink, PeerSession {
   #handlePeerFrame(frame: PeerFrame): void {
     const cluster = this.#ctx.cluster;
     if (cluster === undefined) {
+      this.#servedClient = true;
       this.#error("?", "-", undefined, "BAD_SYNTAX", "peer frames are only accepted by a cluster node");
       return;
     }
-    if (!this.#authenticated) {
-      this.#error("?", "-", undefined, "NOT_AUTHENTICATED", "authenticate first with H <secret>");
+    if (this.#peerLink) {
+      this.#peerLink.receive(frame);
       return;
     }
-    cluster.onPeerFrame(this, frame);
+    if (!this.#authenticated) {
+      this.#refusePeer("PEER_NOT_AUTHENTICATED", "peer frame before H: authenticate with H first");
+      return;
+    }
+    if (this.#servedClient) {
+      this.#refusePeer("PEER_NOT_AUTHENTICATED", "peer frame on a connection that ran client verbs");
+      return;
+    }
+    this.#handshake ??= cluster.listenerHandshake();
+    const step = this.#handshake.step(frame);
+    switch (step.kind) {
+      case "challenge":
+        this.#queue(step.line);
+        if (this.#authTimer === undefined && this.#ctx.limits.authTimeoutMs > 0) {
+          this.#authTimer = setTimeout(
+            () => this.#fail("?", "-", undefined, "AUTH_TIMEOUT", "no peer proof before the auth timeout"),
+            this.#ctx.limits.authTimeoutMs,
+          );
+        }
+        return;
+      case "authenticated":
+        this.#clearAuthTimer();
+        this.#queue(step.line);
+        this.#peerLink = new PeerSession(step.node, cluster, {
+          send: (line) => {
+            if (!this.#closed) this.#queue(line);
+          },
+          drop: (message) => this.#fail("?", "-", undefined, "PEER_PROTOCOL_ERROR", message),
+          close: () => this.#socket.destroy(),
+        });
+        this.#ctx.onAuthenticated(this);
+        return;
+      case "refused":
+        this.#refusePeer(step.code, step.reason, step.node);
+        return;
+    }
+  }
+
+  /**
+   * Refuses a connection that is not an authenticated peer link: reported (rate-limited) and
+   * closed. A failed proof is answered only after the auth failure delay, like a wrong `H`.
+   */
+  #refusePeer(code: "PEER_NOT_AUTHENTICATED" | "PEER_AUTH_FAILED", reason: string, node?: string): void {
+    if (this.#closing) return;
+    this.#ctx.cluster?.rejected(this.remoteAddress, node, reason);
+    if (code === "PEER_AUTH_FAILED") this.#failAfterDelay("?", code, reason);
+    else this.#fail("?", "-", undefined, code, reason);
   }
 
   #replyDecodeError(error: DecodeError): void {
+    if (this.#peerLink) {
+      this.#peerLink.refuse(`${error.code}: ${error.message}`);
+      return;
+    }
+    // A line meant as a peer frame never gets a field-by-field answer outside a peer link.
+    if (error.peer && this.#ctx.cluster !== undefined) {
+      this.#refusePeer("PEER_NOT_AUTHENTICATED", `malformed peer frame (${error.code})`);
+      return;
+    }
+    this.#servedClient = true;
     this.#error(error.op, error.key, error.id, error.code, error.message);
   }
 
@@ -490,7 +560,7 @@ export class ClientConnection implements AcquireSink, PeerSession {
   #onClose(): void {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#authTimer) clearTimeout(this.#authTimer);
+    this.#clearAuthTimer();
     this.#ctx.node.engine.closeSession(this.#session);
     this.#pending = 0;
     this.#ctx.onClose(this);

@@ -53,6 +53,12 @@ export interface LockServerOptions {
 export interface LockClusterOptions {
   /** Every node's advertised `host:port`, highest priority first; includes this node's `advertise`. */
   readonly peers: readonly string[];
+  /**
+   * The cluster's peer token (at least 16 random bytes in lockd; never the client auth token):
+   * peer links prove it in a challenge-response handshake, and only they may send peer frames.
+   * Without it the handshake's key is empty and anyone who reaches the port can join the cluster.
+   */
+  readonly peerToken?: string;
   readonly timing?: Partial<ClusterTiming>;
   /** How long a handoff waits for the successor's acknowledgement. Default 2 s. */
   readonly handoffTimeoutMs?: number;
@@ -248,6 +254,8 @@ export class LockServer {
         roleChanged: cluster.events?.roleChanged ?? (() => {}),
         following: cluster.events?.following ?? (() => {}),
         peerRefused: cluster.events?.peerRefused ?? (() => {}),
+        peerRejected: cluster.events?.peerRejected ?? (() => {}),
+        peerLinkDropped: cluster.events?.peerLinkDropped ?? (() => {}),
         epochRefused: cluster.events?.epochRefused ?? (() => {}),
         stalled: cluster.events?.stalled ?? (() => {}),
         serving: cluster.events?.serving ?? (() => {}),
@@ -257,6 +265,7 @@ export class LockServer {
         advertise: this.node.advertise,
         timing: { ...DEFAULT_CLUSTER_TIMING, ...cluster.timing },
         authToken: options.authToken,
+        peerToken: cluster.peerToken,
         tls: cluster.tls ?? (options.tls ? {} : undefined),
         handoffTimeoutMs: cluster.handoffTimeoutMs ?? 2_000,
       },
