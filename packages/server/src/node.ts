@@ -69,6 +69,11 @@ export class LockNode {
   beforeDeadlines: (() => void) | undefined;
   /** Called when the node starts serving (promoted, or a hold ended): operators see it in the log. */
   onServing: (() => void) | undefined;
+  /**
+   * Called when a sequence ran out and the node moved to a new epoch, before the grant that needed
+   * it is journaled: the cluster announces the epoch (`!P`) ahead of that grant.
+   */
+  onEpochRenewed: ((epoch: bigint) => void) | undefined;
   #wasServing = false;
 
   constructor(options: LockNodeOptions) {
@@ -215,7 +220,9 @@ export class LockNode {
 
   /** A sequence ran out: the next epoch is taken at once (no wait; see docs/consistency.md). */
   #renewEpoch(): bigint {
-    return this.epochs.take(true).epoch;
+    const epoch = this.epochs.take(true).epoch;
+    this.onEpochRenewed?.(epoch);
+    return epoch;
   }
 
   #holdUntil(serveFromMs: number): void {

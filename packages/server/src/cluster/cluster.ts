@@ -114,6 +114,7 @@ export class Cluster implements PeerSessionHandler {
     );
     node.beforeDeadlines = () => this.guardStall();
     node.onServing = () => this.#events.serving(node.epoch);
+    node.onEpochRenewed = (epoch) => this.#replicator.announceEpoch(epoch);
   }
 
   start(): void {
