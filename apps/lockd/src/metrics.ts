@@ -23,7 +23,9 @@ export class LockdMetrics implements ServerObserver {
   /** `onAuthFailure`: also told of each wrong auth secret (lockd logs them, rate-limited). */
   constructor(onAuthFailure: (remoteAddress: string) => void = () => {}) {
     this.#onAuthFailure = onAuthFailure;
-    collectDefaultMetrics({ register: this.registry, prefix: "lockd_process_" });
+    // prom-client's default metrics are already named process_* and nodejs_*: the prefix is lockd_
+    // alone, which gives lockd_process_cpu_user_seconds_total and lockd_nodejs_eventloop_lag_seconds.
+    collectDefaultMetrics({ register: this.registry, prefix: "lockd_" });
     const counts = this.#requests;
     const reported: Record<string, number> = { ...counts };
     new Counter({
