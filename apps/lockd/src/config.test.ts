@@ -16,7 +16,7 @@ const readFile = (path: string) => {
 
 function config(argv: string[], env: NodeJS.ProcessEnv = {}): LockdConfig {
   const parsed = parseConfig(argv, env, readFile);
-  if (parsed.help) throw new Error("unexpected --help");
+  if (parsed.help || parsed.version) throw new Error("unexpected --help or --version");
   return parsed.config;
 }
 
@@ -209,6 +209,28 @@ describe("lockd configuration", () => {
       config(["--max-key-bytes", "1", "--max-line-bytes", "203"], { LOCKD_AUTH_TOKEN: token }).limits
         .maxLineBytes,
     ).toBe(203);
+  });
+
+  it("answers --version before reading any other setting", () => {
+    expect(parseConfig(["--version"], {}, readFile)).toEqual({ help: false, version: true });
+    expect(parseConfig(["--version", "--listen", "0.0.0.0:1"], {}, readFile)).toEqual({
+      help: false,
+      version: true,
+    });
+    expect(usage()).toContain("--version");
+  });
+
+  it("refuses an unknown log level, naming the flag or variable it came from", () => {
+    expect(config([]).logLevel).toBe("info");
+    expect(config(["--log-level", "debug"]).logLevel).toBe("debug");
+    expect(config([], { LOCKD_LOG_LEVEL: "silent" }).logLevel).toBe("silent");
+    expect(() => config(["--log-level", "bogus"])).toThrow(ConfigError);
+    expect(() => config(["--log-level", "bogus"])).toThrow(
+      /^--log-level: must be one of fatal, error, warn, info, debug, trace, silent, got "bogus"$/,
+    );
+    expect(() => config([], { LOCKD_LOG_LEVEL: "INFO" })).toThrow(
+      /^LOCKD_LOG_LEVEL \(--log-level\): must be/,
+    );
   });
 
   it("documents every flag in --help", () => {

@@ -104,7 +104,11 @@ const FLAGS = {
     env: "LOCKD_TLS_CA",
     help: "PEM CA file that peers' certificates must chain to (default: system CAs)",
   },
-  "log-level": { env: "LOCKD_LOG_LEVEL", default: "info", help: "fatal, error, warn, info, debug or trace" },
+  "log-level": {
+    env: "LOCKD_LOG_LEVEL",
+    default: "info",
+    help: "fatal, error, warn, info, debug, trace or silent",
+  },
   "shutdown-grace": {
     env: "LOCKD_SHUTDOWN_GRACE",
     default: "2",
@@ -206,6 +210,7 @@ export function usage(): string {
     `  --${"insecure".padEnd(22)} allow a non-loopback --listen without an auth token, --admin without an admin token, or --peers without a peer token  [LOCKD_INSECURE=1]`,
   );
   lines.push(`  --${"help".padEnd(22)} print this help`);
+  lines.push(`  --${"version".padEnd(22)} print lockd's version`);
   return lines.join("\n");
 }
 
@@ -214,7 +219,13 @@ function defaultLimit(flag: { limit: keyof ServerLimits; seconds?: object }): st
   return flag.seconds ? `${value / 1000} s` : String(value);
 }
 
-export type ParsedCommand = { help: true } | { help: false; config: LockdConfig };
+export type ParsedCommand =
+  | { help: true }
+  | { help: false; version: true }
+  | { help: false; version: false; config: LockdConfig };
+
+/** What `--log-level` accepts: pino's levels. */
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 export function parseConfig(
   argv: readonly string[],
@@ -228,7 +239,12 @@ export function parseConfig(
   try {
     ({ values } = parseArgs({
       args: [...argv],
-      options: { ...options, insecure: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      options: {
+        ...options,
+        insecure: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean" },
+      },
       strict: true,
       allowPositionals: false,
     }));
@@ -236,6 +252,7 @@ export function parseConfig(
     throw new ConfigError((error as Error).message);
   }
   if (values.help) return { help: true };
+  if (values.version) return { help: false, version: true };
 
   const setting = (name: FlagName): Setting | undefined => {
     const flag = FLAGS[name];
@@ -352,12 +369,20 @@ export function parseConfig(
     throw new ConfigError(`${setting("node-id")!.origin}: must be at most ${MAX_NODE_ID}, got ${nodeId}`);
   if (nodeId === undefined && peers && peers.length > MAX_NODE_ID + 1)
     throw new ConfigError(`--peers lists more than ${MAX_NODE_ID + 1} nodes: set --node-id on each`);
+  // Checked here, not left to pino: a bad level is a configuration error (status 2) naming its flag.
+  const logLevel = setting("log-level")!;
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel.text)) {
+    throw new ConfigError(
+      `${logLevel.origin}: must be one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(logLevel.text)}`,
+    );
+  }
   const maxClockSkewMs = numberOf("max-clock-skew")!;
   if (maxClockSkewMs > 60_000)
     throw new ConfigError(`${setting("max-clock-skew")!.origin}: must be at most 60 s`);
 
   return {
     help: false,
+    version: false,
     config: {
       listen,
       advertise: advertise?.text,
@@ -369,7 +394,7 @@ export function parseConfig(
       tls,
       tlsCa,
       insecure,
-      logLevel: get("log-level")!,
+      logLevel: logLevel.text,
       shutdownGraceMs: numberOf("shutdown-grace")!,
       limits,
       peers,

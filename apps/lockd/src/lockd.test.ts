@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -27,14 +27,18 @@ async function runLockd(args: string[], env: Record<string, string> = {}) {
   try {
     const child = spawn(process.execPath, [LOCKD_MAIN, "--data-dir", dataDir, ...args], {
       env: { PATH: process.env.PATH ?? "", ...env },
-      stdio: ["ignore", "ignore", "pipe"],
+      stdio: ["ignore", "pipe", "pipe"],
     });
+    let stdout = "";
     let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
       stderr += chunk;
     });
     const [code] = (await once(child, "close")) as [number | null];
-    return { code, stderr };
+    return { code, stdout, stderr };
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
@@ -125,6 +129,20 @@ describe("lockd process", () => {
     } finally {
       taken.close();
     }
+  });
+
+  it("prints its version with --version and exits 0", async () => {
+    const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+    expect(await runLockd(["--version"])).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+  });
+
+  it("exits with status 2 on an unknown log level, naming the flag or variable", async () => {
+    const flag = await runLockd(["--log-level", "bogus"]);
+    expect(flag.code).toBe(2);
+    expect(flag.stderr).toMatch(/^lockd: --log-level: must be one of fatal, error, warn, info, debug, trace/);
+    const variable = await runLockd([], { LOCKD_LOG_LEVEL: "verbose" });
+    expect(variable.code).toBe(2);
+    expect(variable.stderr).toMatch(/^lockd: LOCKD_LOG_LEVEL \(--log-level\): must be one of/);
   });
 
   it("serves health, status and Prometheus metrics on the admin port", async () => {

@@ -24,6 +24,10 @@ async function main(): Promise<void> {
     process.stdout.write(`${usage()}\n`);
     return;
   }
+  if (parsed.version) {
+    process.stdout.write(`${version}\n`);
+    return;
+  }
   const config = parsed.config;
   // Synchronous writes: lockd logs events, not requests, so this costs nothing, and nothing is pending
   // at exit. With pino's default asynchronous stream, exiting with an unread or closed stdout (a log
