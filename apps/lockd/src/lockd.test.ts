@@ -84,6 +84,23 @@ describe("lockd process", () => {
     expect(await exit).toEqual({ code: 0, signal: null });
   });
 
+  it("ignores SIGHUP (nothing to reload): logs it, keeps serving and holding its locks", async () => {
+    const lockd = await start();
+    using c = await LineClient.connect(lockd.port);
+    const token = tokenOf(await c.request("A k 30 0"));
+    const since = lockd.logs.length;
+    process.kill(lockd.pid!, "SIGHUP");
+    expect(
+      await lockd.waitForLog((entry) => String(entry.msg).startsWith("SIGHUP ignored"), { since }),
+    ).toMatchObject({
+      level: 40,
+      signal: "SIGHUP",
+    });
+    expect(await c.request(`R k ${token}`)).toBe("R k 1");
+    expect(await lockd.stop()).toEqual({ code: 0, signal: null });
+    expect(lockd.logs.slice(since).filter((entry) => entry.msg === "stopping")).toHaveLength(1);
+  });
+
   it("still exits on SIGTERM after whatever read its log went away (closed stdout)", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "lockd-epipe-"));
     const child = spawn(process.execPath, [LOCKD_MAIN, "--listen", "127.0.0.1:0", "--data-dir", dataDir], {

@@ -110,6 +110,15 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
+  // Node's default for SIGHUP is to die at once: no graceful stop, no handoff, every lock dropped.
+  // lockd has no configuration to reload, and a reload habit (`systemctl reload`, `kill -HUP`) must
+  // not stop a lock service, so it only says so.
+  process.on("SIGHUP", (signal) =>
+    log.warn(
+      { signal },
+      "SIGHUP ignored: lockd has no configuration to reload (restart it to change a flag; SIGTERM stops it)",
+    ),
+  );
 
   log.info(
     {
