@@ -198,6 +198,12 @@ describe("lockd cluster", () => {
     await until(async () => (await standbyClient.request("I")).includes(` keys=${held} `));
     // It heard the active's queued heartbeats before deciding anything: no promotion on resume.
     expect(standby.logs.slice(sinceStop).some((entry) => entry.msg === "role changed")).toBe(false);
+    // Nor does it report the active lost: the silence was its own. The active saw the standby go.
+    expect(standby.logs.slice(sinceStop).some((entry) => entry.msg === "peer lost")).toBe(false);
+    await cluster.nodes[0]!.waitForLog(
+      (entry) => entry.msg === "peer lost" && entry.peer === cluster.advertised(1),
+      { since: 0 },
+    );
 
     const since = standby.logs.length;
     await cluster.nodes[0]!.kill("SIGKILL");
@@ -210,6 +216,29 @@ describe("lockd cluster", () => {
           `R ${keys[i]} 1`,
         );
     }
+  });
+
+  it("the active logs a standby it loses (warn) and the same standby back (info), once each", async () => {
+    const cluster = await start(2);
+    const active = cluster.nodes[0]!;
+    const standby = cluster.advertised(1);
+    const isPeer = (msg: string) => (entry: Record<string, unknown>) =>
+      entry.msg === msg && entry.peer === standby;
+    await active.waitForLog(isPeer("peer live"), { since: 0 });
+    const beforeKill = active.logs.length;
+    await cluster.nodes[1]!.kill("SIGKILL");
+    expect(await active.waitForLog(isPeer("peer lost"), { since: beforeKill })).toMatchObject({
+      level: 40,
+      role: "standby",
+    });
+    const beforeRestart = active.logs.length;
+    await cluster.restart(1);
+    expect(await active.waitForLog(isPeer("peer live"), { since: beforeRestart })).toMatchObject({
+      level: 30,
+    });
+    // One line per transition, not one per heartbeat.
+    expect(active.logs.filter(isPeer("peer lost"))).toHaveLength(1);
+    expect(active.logs.filter(isPeer("peer live"))).toHaveLength(2);
   });
 
   it("a single survivor of three serves alone", async () => {

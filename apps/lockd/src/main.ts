@@ -72,6 +72,11 @@ async function main(): Promise<void> {
               peerLinkDropped: (peer, reason, count) =>
                 log.error({ peer, reason, count }, "peer link dropped"),
               serving: (epoch) => log.info({ epoch: epoch.toString() }, "serving"),
+              // One line per change (a peer that flaps logs each flap), never one per heartbeat.
+              peerLiveness: (peer, live, role) =>
+                live
+                  ? log.info({ peer, role: role ?? null }, "peer live")
+                  : log.warn({ peer, role: role ?? null }, "peer lost"),
               epochRefused: (from, epoch, reason) =>
                 log.error({ from, epoch: epoch.toString(), reason }, "epoch refused"),
               stalled: (gapMs, role) =>

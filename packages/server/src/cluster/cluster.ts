@@ -59,6 +59,12 @@ export interface ClusterEvents {
   stalled(gapMs: number, role: NodeRole): void;
   /** This node, active, serves clients from now on (after a promotion, or once a hold ended). */
   serving(epoch: bigint): void;
+  /**
+   * A peer became live (heard within the peer timeout) or stopped being live: once per change, seen
+   * at a heartbeat tick. `role` is the one it last announced. After a stall of this process a peer
+   * is reported lost only once the listening period is over (until then its silence may be ours).
+   */
+  peerLiveness(address: string, live: boolean, role: NodeRole | undefined): void;
 }
 
 /**
@@ -75,6 +81,8 @@ export class Cluster implements PeerSessionHandler {
   readonly #options: ClusterOptions;
   readonly #links = new Map<number, PeerLink>();
   readonly #peerRoles = new Map<number, NodeRole | undefined>();
+  /** Each peer's liveness as last reported through `peerLiveness` (absent: never live). */
+  readonly #peerLive = new Map<number, boolean>();
   readonly #refusalReportedAt = new Map<string, number>();
   readonly #key: PeerKey;
   readonly #rejections: ReportLimiter<{ remote: string; node: string | undefined; reason: string }>;
@@ -348,6 +356,7 @@ export class Cluster implements PeerSessionHandler {
       highest: this.#node.epochs.highest,
     });
     for (const link of this.#links.values()) link.send(heartbeat);
+    this.#reportLiveness();
     if (this.#node.role === "standby" && !this.#busy) this.#follow(this.membership.liveActive()?.address);
     if (this.#node.role === "active") this.#snapshotNewStandbys();
     const decision = this.membership.decide(
@@ -363,6 +372,19 @@ export class Cluster implements PeerSessionHandler {
     // A held active steps down or moves above a rival at once, but hands off only once confirmed.
     if (!(held && decision.action === "handoff")) this.#act(decision);
     if (held && this.#node.role === "active" && this.#confirmedAfterStall()) this.#node.release("stall");
+  }
+
+  #reportLiveness(): void {
+    const listening = this.membership.listening;
+    for (const peer of this.membership.peers) {
+      if (peer.index === this.membership.self) continue;
+      const live = this.membership.isLive(peer);
+      if (live === (this.#peerLive.get(peer.index) ?? false)) continue;
+      // Right after a stall every peer looks silent until this node reads its sockets again.
+      if (!live && listening) continue;
+      this.#peerLive.set(peer.index, live);
+      this.#events.peerLiveness(peer.address, live, peer.role);
+    }
   }
 
   /**

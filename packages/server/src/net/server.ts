@@ -259,6 +259,7 @@ export class LockServer {
         epochRefused: cluster.events?.epochRefused ?? (() => {}),
         stalled: cluster.events?.stalled ?? (() => {}),
         serving: cluster.events?.serving ?? (() => {}),
+        peerLiveness: cluster.events?.peerLiveness ?? (() => {}),
       },
       {
         peers: cluster.peers,
