@@ -42,4 +42,5 @@ export type { AcquireSink, LockNodeOptions, NodeRole } from "./node.js";
 export { LockNode } from "./node.js";
 export type { ServerObserver } from "./observer.js";
 export { NO_OBSERVER } from "./observer.js";
+export { REPORT_INTERVAL_MS, ReportLimiter } from "./report-limiter.js";
 export { EpochFile } from "./store/epoch-file.js";

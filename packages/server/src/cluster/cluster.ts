@@ -3,11 +3,11 @@ import { encodePeer, type NodeRole, tokenEpoch } from "@lock/protocol";
 import { EpochExhaustedError } from "../epoch/epoch-plan.js";
 import { ListenerHandshake, PeerKey } from "../net/peer-auth.js";
 import type { LockNode } from "../node.js";
+import { ReportLimiter } from "../report-limiter.js";
 import { type ClusterTiming, type Decision, Membership, type PeerState } from "./membership.js";
 import { PeerLink } from "./peer-link.js";
 import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
 import type { Replicator } from "./replicator.js";
-import { ReportLimiter } from "./report-limiter.js";
 
 /** The server-side operations a role change needs. */
 export interface ClusterServerHooks {

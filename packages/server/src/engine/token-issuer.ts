@@ -10,13 +10,16 @@ import { composeToken, MAX_SEQUENCE } from "@lock/protocol";
  */
 export class TokenIssuer {
   #epoch: bigint;
+  /** `composeToken(epoch, 0)`, range-checked once per epoch; a grant only adds its sequence. */
+  #base: bigint;
   #sequence = 0n;
   readonly #renewEpoch: () => bigint;
   readonly #maxSequence: bigint;
 
   /** `maxSequence` is the layout's 2^24 - 1; tests lower it to reach renewal quickly. */
   constructor(epoch: bigint, renewEpoch: () => bigint, maxSequence: bigint | number = MAX_SEQUENCE) {
-    composeToken(epoch, 0n); // range check
+    if (BigInt(maxSequence) > MAX_SEQUENCE) throw new RangeError(`maxSequence is above ${MAX_SEQUENCE}`);
+    this.#base = composeToken(epoch, 0n);
     this.#epoch = epoch;
     this.#renewEpoch = renewEpoch;
     this.#maxSequence = BigInt(maxSequence);
@@ -28,19 +31,20 @@ export class TokenIssuer {
 
   /** The most recent token issued in this epoch, or undefined if none yet. */
   get lastIssued(): bigint | undefined {
-    return this.#sequence === 0n ? undefined : composeToken(this.#epoch, this.#sequence);
+    return this.#sequence === 0n ? undefined : this.#base + this.#sequence;
   }
 
   next(): bigint {
     if (this.#sequence >= this.#maxSequence) this.moveToEpoch(this.#renewEpoch());
+    // The sequence never passes maxSequence (at most the layout's), so this is composeToken's value.
     this.#sequence += 1n;
-    return composeToken(this.#epoch, this.#sequence);
+    return this.#base + this.#sequence;
   }
 
   /** Switches to a new epoch (promotion, or renewal); it must exceed the current one. */
   moveToEpoch(epoch: bigint): void {
     if (epoch <= this.#epoch) throw new RangeError(`epoch must increase (${this.#epoch} -> ${epoch})`);
-    composeToken(epoch, 0n); // range check
+    this.#base = composeToken(epoch, 0n);
     this.#epoch = epoch;
     this.#sequence = 0n;
   }

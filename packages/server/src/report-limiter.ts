@@ -3,8 +3,8 @@ export const REPORT_INTERVAL_MS = 10_000;
 
 /**
  * Reports an event at most once per interval, for events anyone who reaches the port can cause at
- * will (failed peer handshakes) or that repeat with every redial (a broken peer link): one log line
- * each would flood the log. The first event after a quiet interval is reported at once; the ones
+ * will (wrong auth secrets, failed peer handshakes) or that repeat with every redial (a broken peer
+ * link): one log line each would flood the log. The first event after a quiet interval is reported at once; the ones
  * after it are counted, and when the interval ends they get one report with the latest one's
  * details and `count`, how many events the report stands for.
  *
