@@ -1,7 +1,12 @@
 import fc from "fast-check";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { fakeTimers } from "./fakes.test.support.js";
-import { TimerQueue } from "./timers.js";
+import { ManualClock } from "./clock.js";
+import { TimerQueue } from "./timer-queue.js";
+
+/** A TimerQueue driven by vitest fake timers; call `vi.useFakeTimers()` first. */
+function fakeTimers(): TimerQueue {
+  return new TimerQueue({ now: () => Date.now() });
+}
 
 describe("TimerQueue", () => {
   beforeEach(() => {
@@ -140,5 +145,37 @@ describe("TimerQueue", () => {
       ),
       { numRuns: 100 },
     );
+  });
+
+  describe("manual host", () => {
+    it("arms no timer: callbacks run only when the driver calls runDue", () => {
+      const clock = new ManualClock();
+      const timers = new TimerQueue(clock, { host: "manual" });
+      const ran: number[] = [];
+      timers.after(10, () => ran.push(10));
+      timers.after(5, () => ran.push(5));
+      expect(vi.getTimerCount()).toBe(0);
+      expect(timers.nextDeadline).toBe(5);
+      clock.advance(20);
+      expect(ran).toEqual([]);
+      timers.runDue();
+      expect(ran).toEqual([5, 10]);
+      expect(timers.nextDeadline).toBeUndefined();
+    });
+
+    it("throws a callback's error from runDue after running the rest", () => {
+      const clock = new ManualClock();
+      const timers = new TimerQueue(clock, { host: "manual" });
+      let after = false;
+      timers.after(1, () => {
+        throw new Error("boom");
+      });
+      timers.after(1, () => {
+        after = true;
+      });
+      clock.advance(1);
+      expect(() => timers.runDue()).toThrow("boom");
+      expect(after).toBe(true);
+    });
   });
 });
