@@ -1,4 +1,4 @@
-import type { Clock } from "./engine/clock.js";
+import type { Timer, TimerQueue } from "@lock/deadline-heap";
 
 /** What the timer drives: the engine's single deadline structure. */
 export interface DeadlineSource {
@@ -7,20 +7,20 @@ export interface DeadlineSource {
 }
 
 /**
- * The one real timer behind every lease and wait: a single `setTimeout` armed for the engine's
- * earliest deadline. Call `poke()` after anything that may have added an earlier deadline; it
- * re-arms only when the earliest deadline moved earlier, so a busy server does not churn timers.
+ * The one timer behind every lease and wait: a single entry in the node's TimerQueue, armed for the
+ * engine's earliest deadline. Call `poke()` after anything that may have added an earlier deadline;
+ * it re-arms only when the earliest deadline moved earlier, so a busy server does not churn timers.
  */
 export class DeadlineTimer {
   readonly #source: DeadlineSource;
-  readonly #clock: Clock;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #timers: TimerQueue;
+  #timer: Timer | undefined;
   #armedFor = Number.POSITIVE_INFINITY;
   #stopped = false;
 
-  constructor(source: DeadlineSource, clock: Clock) {
+  constructor(source: DeadlineSource, timers: TimerQueue) {
     this.#source = source;
-    this.#clock = clock;
+    this.#timers = timers;
   }
 
   poke(): void {
@@ -39,16 +39,14 @@ export class DeadlineTimer {
   stop(): void {
     this.#stopped = true;
     this.#armedFor = Number.POSITIVE_INFINITY;
-    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer?.cancel();
     this.#timer = undefined;
   }
 
   #arm(deadline: number): void {
-    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer?.cancel();
     this.#armedFor = deadline;
-    // Timers have millisecond granularity: round up so the engine finds the deadline due.
-    const delay = Math.max(0, Math.ceil(deadline - this.#clock.now()));
-    this.#timer = setTimeout(this.#fire, delay);
+    this.#timer = this.#timers.at(deadline, this.#fire);
   }
 
   readonly #fire = (): void => {

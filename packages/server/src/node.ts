@@ -1,3 +1,4 @@
+import { type Timer, TimerQueue } from "@lock/deadline-heap";
 import { DeadlineTimer } from "./deadline-timer.js";
 import { type Clock, monotonicClock } from "./engine/clock.js";
 import { type EngineJournal, LockEngine } from "./engine/engine.js";
@@ -27,6 +28,8 @@ export interface LockNodeOptions {
   /** The address clients and peers know this node by. */
   readonly advertise: string;
   readonly clock?: Clock;
+  /** Every timer of the node (leases, waits, epoch holds; the cluster's too). On `clock` by default. */
+  readonly timers?: TimerQueue;
   readonly journal?: EngineJournal;
   readonly observer?: ServerObserver;
   /** A cluster node starts as a standby and promotes by the cluster's rules. */
@@ -54,6 +57,7 @@ export class LockNode {
   readonly engine: LockEngine<AcquireSink>;
   readonly advertise: string;
   readonly clock: Clock;
+  readonly timers: TimerQueue;
   readonly startedAt: number;
   readonly observer: ServerObserver;
   readonly epochs: EpochKeeper;
@@ -64,7 +68,7 @@ export class LockNode {
   readonly #timer: DeadlineTimer;
   readonly #wallNow: () => number;
   readonly #holds = new Set<HoldReason>();
-  #clockHold: NodeJS.Timeout | undefined;
+  #clockHold: Timer | undefined;
   /** Called before lease deadlines run: the cluster's stall check. */
   beforeDeadlines: (() => void) | undefined;
   /** Called when the node starts serving (promoted, or a hold ended): operators see it in the log. */
@@ -78,6 +82,7 @@ export class LockNode {
 
   constructor(options: LockNodeOptions) {
     this.clock = options.clock ?? monotonicClock;
+    this.timers = options.timers ?? new TimerQueue(this.clock);
     this.advertise = options.advertise;
     this.observer = options.observer ?? NO_OBSERVER;
     this.activeAddress = options.advertise;
@@ -117,7 +122,7 @@ export class LockNode {
             if (this.serving) this.engine.tick();
           },
         },
-        this.clock,
+        this.timers,
       );
       this.startedAt = this.clock.now();
       if (start) this.#holdUntil(start.serveFromMs);
@@ -167,7 +172,7 @@ export class LockNode {
 
   release(reason: HoldReason): void {
     if (reason === "clock" && this.#clockHold) {
-      clearTimeout(this.#clockHold);
+      this.#clockHold.cancel();
       this.#clockHold = undefined;
     }
     if (!this.#holds.delete(reason)) return;
@@ -229,10 +234,10 @@ export class LockNode {
     const waitMs = Math.ceil(serveFromMs - this.#wallNow());
     if (waitMs <= 0) return;
     this.hold("clock");
-    if (this.#clockHold) clearTimeout(this.#clockHold);
-    this.#clockHold = setTimeout(() => {
+    this.#clockHold?.cancel();
+    this.#clockHold = this.timers.after(waitMs, () => {
       this.#clockHold = undefined;
       this.release("clock");
-    }, waitMs);
+    });
   }
 }

@@ -1,13 +1,15 @@
-import type { ConnectionOptions } from "node:tls";
+import type { Timer } from "@lock/deadline-heap";
 import { encodePeer, type NodeRole, tokenEpoch } from "@lock/protocol";
 import { EpochExhaustedError } from "../epoch/epoch-plan.js";
-import { ListenerHandshake, PeerKey } from "../net/peer-auth.js";
+import { ListenerHandshake, type PeerKey } from "../net/peer-auth.js";
 import type { LockNode } from "../node.js";
 import { ReportLimiter } from "../report-limiter.js";
+import type { ClusterLink, LinkFactory } from "./link.js";
 import { type ClusterTiming, type Decision, Membership, type PeerState } from "./membership.js";
-import { PeerLink } from "./peer-link.js";
 import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
+import { Replica } from "./replica.js";
 import type { Replicator } from "./replicator.js";
+import { StallGuard } from "./stall-guard.js";
 
 /** The server-side operations a role change needs. */
 export interface ClusterServerHooks {
@@ -18,21 +20,17 @@ export interface ClusterServerHooks {
   resumeClients(): void;
 }
 
-/** How long a peer link's handshake may take (at least one peer timeout) before the link redials. */
-const HANDSHAKE_TIMEOUT_MS = 2_000;
-
 export interface ClusterOptions {
   readonly peers: readonly string[];
   readonly advertise: string;
   readonly timing: ClusterTiming;
-  /** The client auth token: peer links send `H` with it before their handshake, like any client. */
-  readonly authToken: string | undefined;
   /**
-   * The cluster's peer token: links prove it in the peer handshake (docs/protocol.md). Undefined:
-   * an empty key, so anyone who reaches the port can join (lockd allows that only with --insecure).
+   * The cluster's peer token, which incoming links prove in the peer handshake (docs/protocol.md).
+   * An empty key lets anyone who reaches the port join (lockd allows that only with --insecure).
    */
-  readonly peerToken: string | undefined;
-  readonly tls: ConnectionOptions | undefined;
+  readonly key: PeerKey;
+  /** Opens the outgoing link to each peer: sockets in lockd, memory in the simulator. */
+  readonly links: LinkFactory;
   readonly handoffTimeoutMs: number;
 }
 
@@ -79,23 +77,17 @@ export class Cluster implements PeerSessionHandler {
   readonly #hooks: ClusterServerHooks;
   readonly #events: ClusterEvents;
   readonly #options: ClusterOptions;
-  readonly #links = new Map<number, PeerLink>();
-  readonly #peerRoles = new Map<number, NodeRole | undefined>();
-  /** Each peer's liveness as last reported through `peerLiveness` (absent: never live). */
-  readonly #peerLive = new Map<number, boolean>();
+  readonly #links = new Map<number, ClusterLink>();
   readonly #refusalReportedAt = new Map<string, number>();
-  readonly #key: PeerKey;
   readonly #rejections: ReportLimiter<{ remote: string; node: string | undefined; reason: string }>;
   readonly #violations: ReportLimiter<{ peer: string; reason: string }>;
-  #timer: NodeJS.Timeout | undefined;
-  #lastTickAt: number | undefined;
-  #stallDetectedAt = 0;
+  readonly #replica: Replica;
+  readonly #stall: StallGuard;
+  #timer: Timer | undefined;
   #busy = false;
   #handingOff = false;
   /** `stop()` began: this node takes no role it would have to hand straight back. */
   #stopping = false;
-  /** The peer whose snapshot this standby holds. */
-  #replicaOf: string | undefined;
   /** Received an active's snapshot since start: its heartbeats carried everything it knew. */
   #syncedFromActive = false;
   readonly counters = { promotions: 0, demotions: 0, handoffs: 0, epochRaises: 0 };
@@ -113,7 +105,8 @@ export class Cluster implements PeerSessionHandler {
     this.#events = events;
     this.#options = options;
     this.membership = new Membership(options.peers, options.advertise, options.timing, node.clock);
-    this.#key = new PeerKey(options.peerToken);
+    this.#replica = new Replica(node.engine);
+    this.#stall = new StallGuard(this.membership);
     this.#rejections = new ReportLimiter(({ remote, node, reason }, count) =>
       events.peerRejected(remote, node, reason, count),
     );
@@ -128,15 +121,7 @@ export class Cluster implements PeerSessionHandler {
   start(): void {
     for (const peer of this.membership.peers) {
       if (peer.index === this.membership.self) continue;
-      const link = new PeerLink({
-        address: peer.address,
-        self: this.membership.selfAddress,
-        authToken: this.#options.authToken,
-        key: this.#key,
-        tls: this.#options.tls,
-        retryMs: this.#options.timing.heartbeatMs,
-        handshakeTimeoutMs: Math.max(HANDSHAKE_TIMEOUT_MS, this.#options.timing.peerTimeoutMs),
-        maxBufferedBytes: 64 * 1024 * 1024,
+      const link = this.#options.links(peer.address, {
         hello: () =>
           encodePeer({
             peer: "J",
@@ -164,7 +149,14 @@ export class Cluster implements PeerSessionHandler {
       });
       this.#links.set(peer.index, link);
     }
-    this.#timer = setInterval(() => this.#tick(), this.#options.timing.heartbeatMs);
+    this.#scheduleTick();
+  }
+
+  #scheduleTick(): void {
+    this.#timer = this.#node.timers.after(this.#options.timing.heartbeatMs, () => {
+      this.#scheduleTick();
+      this.#tick();
+    });
   }
 
   /**
@@ -173,7 +165,7 @@ export class Cluster implements PeerSessionHandler {
    */
   async stop(): Promise<void> {
     this.#stopping = true;
-    if (this.#timer) clearInterval(this.#timer);
+    this.#timer?.cancel();
     this.#timer = undefined;
     if (this.#node.role === "active" && !this.#busy) {
       const successor = await this.#syncedSuccessor();
@@ -186,7 +178,7 @@ export class Cluster implements PeerSessionHandler {
 
   /** The listening side of the peer handshake, for one incoming connection. */
   listenerHandshake(): ListenerHandshake {
-    return new ListenerHandshake(this.#key, this.membership.selfAddress, (address) => {
+    return new ListenerHandshake(this.#options.key, this.membership.selfAddress, (address) => {
       const peer = this.membership.peerByAddress(address);
       return peer !== undefined && peer.index !== this.membership.self;
     });
@@ -255,17 +247,12 @@ export class Cluster implements PeerSessionHandler {
         this.#heard(session.peer, frame.role, frame.epoch, frame.active, frame.highest);
         return;
     }
-    if (session.peer !== this.#replicaOf || this.#node.role === "active") return;
-    const engine = this.#node.engine;
+    if (session.peer !== this.#replica.source || this.#node.role === "active") return;
     switch (frame.peer) {
       case "G":
-        engine.installHolder(frame.key, frame.token, frame.leaseMs, frame.id);
-        break;
       case "F":
-        engine.removeHolder(frame.key);
-        break;
       case "X":
-        engine.installHolder(frame.key, frame.token, frame.leaseMs, engine.holder(frame.key)?.id);
+        this.#replica.apply(session.peer, frame);
         break;
       case "P":
         this.#learn(session.peer, frame.epoch);
@@ -279,13 +266,10 @@ export class Cluster implements PeerSessionHandler {
           return;
         }
         // The sender stops serving as it sends this; its earlier heartbeats said "active".
+        // It follows us from here, with the snapshot the promotion sends: its next heartbeat
+        // ("standby") is no step down from active that would need another one.
         const from = this.membership.peerByAddress(session.peer);
-        if (from) {
-          from.role = "standby";
-          // It follows us from here, with the snapshot the promotion sends: its next heartbeat
-          // ("standby") is no step down from active that would need another one.
-          this.#peerRoles.set(from.index, "standby");
-        }
+        if (from) this.membership.assumeRole(from, "standby");
         // The old active's knowledge is this node's now (`!O` carries its highest epoch): informed.
         this.#promote("handoff", true);
         // Acknowledge at once: the old active redirects its clients only after this.
@@ -303,40 +287,24 @@ export class Cluster implements PeerSessionHandler {
     this.#syncedFromActive = true;
     // Queued acquires here cannot be served by this standby: send them to the active first.
     this.#hooks.redirectPending(session.peer);
-    const engine = this.#node.engine;
-    engine.clear();
-    for (const { key, token, remainingMs, id } of snapshot.holders)
-      engine.installHolder(key, token, remainingMs, id);
-    this.#replicaOf = session.peer;
+    this.#replica.load(session.peer, snapshot);
     this.#follow(session.peer);
     session.acknowledge(snapshot.seq);
   }
 
   #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined, highest: bigint): void {
-    const peer = this.membership.heard(address, role, epoch, active);
-    if (!peer) return;
+    const heard = this.membership.heard(address, role, epoch, active);
+    if (!heard) return;
     this.#learn(address, highest > epoch ? highest : epoch);
-    const previous = this.#peerRoles.get(peer.index);
-    this.#peerRoles.set(peer.index, role);
     // A peer that was active and is now a standby holds someone else's state: it needs our snapshot.
-    const link = this.#links.get(peer.index);
-    if (previous === "active" && role === "standby" && link) this.#replicator.disconnected(link);
+    const link = this.#links.get(heard.peer.index);
+    if (heard.previousRole === "active" && role === "standby" && link) this.#replicator.disconnected(link);
   }
 
-  /**
-   * Ticks run every heartbeat: a gap past the peer timeout means this process was not running, and
-   * a standby may have promoted meanwhile. Checked by the tick and before any client byte or lease
-   * deadline is handled, since after a SIGCONT the event loop runs I/O before timers.
-   */
+  /** Checks for a stall of this process (StallGuard); called before any client byte or deadline. */
   guardStall(): void {
-    const last = this.#lastTickAt;
-    if (last === undefined) return;
-    const now = this.#node.clock.now();
-    const gapMs = now - last;
-    if (gapMs <= this.#options.timing.peerTimeoutMs) return;
-    this.#lastTickAt = now;
-    this.#stallDetectedAt = now;
-    this.membership.resumedAfterStall();
+    const gapMs = this.#stall.check(this.#node.clock.now());
+    if (gapMs === undefined) return;
     // An active grants nothing until one peer timeout of fresh heartbeats confirmed its role
     // (or demoted it, or moved it above a rival's epoch): see #tick.
     if (this.#node.role === "active") this.#node.hold("stall");
@@ -345,7 +313,7 @@ export class Cluster implements PeerSessionHandler {
 
   #tick(): void {
     this.guardStall();
-    this.#lastTickAt = this.#node.clock.now();
+    this.#stall.ticked(this.#node.clock.now());
     const heartbeat = encodePeer({
       peer: "B",
       node: this.membership.selfAddress,
@@ -371,34 +339,12 @@ export class Cluster implements PeerSessionHandler {
     const held = this.#node.isHeld("stall");
     // A held active steps down or moves above a rival at once, but hands off only once confirmed.
     if (!(held && decision.action === "handoff")) this.#act(decision);
-    if (held && this.#node.role === "active" && this.#confirmedAfterStall()) this.#node.release("stall");
+    if (held && this.#node.role === "active" && this.#stall.confirmed()) this.#node.release("stall");
   }
 
   #reportLiveness(): void {
-    const listening = this.membership.listening;
-    for (const peer of this.membership.peers) {
-      if (peer.index === this.membership.self) continue;
-      const live = this.membership.isLive(peer);
-      if (live === (this.#peerLive.get(peer.index) ?? false)) continue;
-      // Right after a stall every peer looks silent until this node reads its sockets again.
-      if (!live && listening) continue;
-      this.#peerLive.set(peer.index, live);
-      this.#events.peerLiveness(peer.address, live, peer.role);
-    }
-  }
-
-  /**
-   * Still the active after a stall: every peer has been heard again since (heartbeats sent after
-   * this node resumed, not the ones that waited in its sockets) and none is a higher-priority
-   * active (`decide` demoted this node otherwise); or one peer timeout of listening has passed, so a
-   * peer still silent is dead. Epochs heard meanwhile already moved this node above them (#learn).
-   */
-  #confirmedAfterStall(): boolean {
-    if (!this.membership.listening) return true;
-    const fresh = this.#stallDetectedAt + this.#options.timing.heartbeatMs;
-    return this.membership.peers.every(
-      (peer) => peer.index === this.membership.self || (peer.lastHeardAt ?? -1) >= fresh,
-    );
+    for (const peer of this.membership.livenessChanges())
+      this.#events.peerLiveness(peer.address, this.membership.isLive(peer), peer.role);
   }
 
   /**
@@ -494,7 +440,7 @@ export class Cluster implements PeerSessionHandler {
     this.#learn(this.membership.selfAddress, tokenEpoch(this.#node.engine.maxHeldToken()));
     const epoch = this.#takeEpoch(informed);
     if (epoch === undefined) return;
-    this.#replicaOf = undefined;
+    this.#replica.detach();
     this.#replicator.stopAll();
     this.#replicator.enabled = true;
     this.#node.setRole("active", this.membership.selfAddress);
@@ -544,9 +490,8 @@ export class Cluster implements PeerSessionHandler {
         return;
       }
       // The successor may already have sent its snapshot (on another connection): keep that one.
-      this.#stepDownTo(to.address, { keepTable: this.#replicaOf === to.address });
-      this.#peerRoles.set(to.index, "active");
-      to.role = "active";
+      this.#stepDownTo(to.address, { keepTable: this.#replica.source === to.address });
+      this.membership.assumeRole(to, "active");
       this.counters.handoffs += 1;
       this.#events.roleChanged("standby", `handed off to ${to.address}: ${reason}`, this.#node.epoch);
     } finally {

@@ -98,7 +98,10 @@ describe("Membership: who is active", () => {
 
   it("a peer is live for exactly the peer timeout after its last heartbeat", () => {
     const { clock, m } = membership("a:1");
-    const b = m.heard("b:1", "standby", 1n, undefined)!;
+    const heard = m.heard("b:1", "standby", 1n, undefined)!;
+    expect(heard.previousRole).toBeUndefined();
+    const b = heard.peer;
+    expect(m.heard("b:1", "active", 2n, "b:1")?.previousRole).toBe("standby");
     clock.advance(500);
     expect(m.isLive(b)).toBe(true);
     clock.advance(1);
@@ -128,5 +131,20 @@ describe("Membership: who is active", () => {
     expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
       action: "promote",
     });
+  });
+
+  it("reports each peer's liveness once per change, and no loss while listening after a stall", () => {
+    const { clock, m } = membership("a:1");
+    expect(m.livenessChanges()).toEqual([]);
+    m.heard("b:1", "standby", 1n, undefined);
+    expect(m.livenessChanges().map((peer) => peer.address)).toEqual(["b:1"]);
+    expect(m.livenessChanges()).toEqual([]);
+    clock.advance(2_000);
+    m.resumedAfterStall();
+    // Silent only because a:1 did not listen: not reported lost yet.
+    expect(m.livenessChanges()).toEqual([]);
+    clock.advance(500);
+    expect(m.livenessChanges().map((peer) => peer.address)).toEqual(["b:1"]);
+    expect(m.isLive(m.peerByAddress("b:1")!)).toBe(false);
   });
 });

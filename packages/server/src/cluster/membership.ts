@@ -49,6 +49,12 @@ export type Decision =
   /** A live, synced higher-priority standby exists: hand the active role to it. */
   | { readonly action: "handoff"; readonly to: PeerState };
 
+/** What a heartbeat changed (`Membership.heard`). */
+export interface HeardTransition {
+  readonly peer: PeerState;
+  readonly previousRole: NodeRole | undefined;
+}
+
 export class Membership {
   readonly peers: readonly PeerState[];
   readonly self: number;
@@ -56,6 +62,8 @@ export class Membership {
   readonly #clock: Clock;
   /** A standby promotes no earlier than this: one peer timeout after start, or after a stall. */
   #listenUntil: number;
+  /** Peers last reported live by `livenessChanges`. */
+  readonly #reportedLive = new Set<number>();
 
   constructor(addresses: readonly string[], self: string, timing: ClusterTiming, clock: Clock) {
     const index = addresses.indexOf(self);
@@ -96,15 +104,52 @@ export class Membership {
     return this.peers.find((peer) => peer.address === address);
   }
 
-  /** Records a heartbeat (or join) from `address`. Unknown senders are ignored. */
-  heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined): PeerState | undefined {
+  /**
+   * Records a heartbeat (or join) from `address` and returns what changed: the peer, and the role it
+   * had before. Unknown senders are ignored.
+   */
+  heard(
+    address: string,
+    role: NodeRole,
+    epoch: bigint,
+    active: string | undefined,
+  ): HeardTransition | undefined {
     const peer = this.peerByAddress(address);
     if (peer === undefined || peer.index === this.self) return undefined;
+    const previousRole = peer.role;
     peer.lastHeardAt = this.#clock.now();
     peer.role = role;
     peer.epoch = epoch;
     peer.active = active;
-    return peer;
+    return { peer, previousRole };
+  }
+
+  /**
+   * Records a role a peer took without a heartbeat saying so yet: the old active of a handoff is a
+   * standby as it sends `!O`; the successor of this node's handoff is the active once it acknowledged.
+   * Its liveness is unchanged.
+   */
+  assumeRole(peer: PeerState, role: NodeRole): void {
+    peer.role = role;
+  }
+
+  /**
+   * Peers whose liveness changed since the last call, once per change. Right after a stall every
+   * peer looks silent until this node reads its sockets again: losses are reported only once the
+   * listening period is over.
+   */
+  livenessChanges(): PeerState[] {
+    const changed: PeerState[] = [];
+    for (const peer of this.peers) {
+      if (peer.index === this.self) continue;
+      const live = this.isLive(peer);
+      if (live === this.#reportedLive.has(peer.index)) continue;
+      if (!live && this.listening) continue;
+      if (live) this.#reportedLive.add(peer.index);
+      else this.#reportedLive.delete(peer.index);
+      changed.push(peer);
+    }
+    return changed;
   }
 
   isLive(peer: PeerState): boolean {

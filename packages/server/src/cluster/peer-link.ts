@@ -10,8 +10,9 @@ import {
 } from "@lock/protocol";
 import { SocketWriter } from "@lock/socket-io";
 import { PeerKey, type PeerTranscript } from "../net/peer-auth.js";
+import type { ClusterLink, LinkEvents, LinkFactory } from "./link.js";
 
-export interface PeerLinkOptions {
+export interface PeerLinkOptions extends LinkEvents {
   /** `host:port` to dial: the peer's `--peers` entry. */
   readonly address: string;
   /** This node's own `--peers` entry: who it claims to be in the handshake. */
@@ -27,16 +28,6 @@ export interface PeerLinkOptions {
   readonly handshakeTimeoutMs: number;
   /** Unsent bytes after which a slow peer's link is dropped (it resyncs with a snapshot). */
   readonly maxBufferedBytes: number;
-  /** The first lines to send once the handshake is done, e.g. `!J …`. */
-  hello(): string;
-  onConnect(link: PeerLink): void;
-  onDisconnect(link: PeerLink): void;
-  /** The peer acknowledged the stream up to `seq`. */
-  onAck(link: PeerLink, seq: number): void;
-  /** The peer answered with an error line, e.g. `AUTH_FAILED`: the link is useless until fixed. */
-  onRefused(link: PeerLink, line: string): void;
-  /** The peer broke the protocol (or failed to prove the peer token): the connection was dropped. */
-  onViolation(link: PeerLink, reason: string): void;
 }
 
 /** Where a connection is in its life: the handshake (docs/protocol.md, "Peer handshake"), then ready. */
@@ -54,7 +45,7 @@ type LinkState =
  * frames sent while disconnected are dropped (the peer gets a full snapshot after it reconnects, so
  * nothing depends on them).
  */
-export class PeerLink {
+export class PeerLink implements ClusterLink {
   readonly address: string;
   readonly #options: PeerLinkOptions;
   #socket: Socket | undefined;
@@ -233,4 +224,12 @@ export class PeerLink {
     this.#out = "";
     if (writer.queuedBytes > this.#options.maxBufferedBytes) this.#socket?.destroy();
   };
+}
+
+/** How this node dials its peers: everything a PeerLink needs but the peer and the Cluster's events. */
+export type PeerDialOptions = Omit<PeerLinkOptions, "address" | keyof LinkEvents>;
+
+/** Links over TCP (or TLS) sockets: the production LinkFactory. */
+export function peerLinks(dial: PeerDialOptions): LinkFactory {
+  return (address, events) => new PeerLink({ ...dial, ...events, address });
 }

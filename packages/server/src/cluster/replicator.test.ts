@@ -1,10 +1,10 @@
+import { ManualClock, TimerQueue } from "@lock/deadline-heap";
 import { parseRequestLine } from "@lock/protocol";
-import { describe, expect, it, vi } from "vitest";
-import type { PeerLink } from "./peer-link.js";
-import { Replicator } from "./replicator.js";
+import { describe, expect, it } from "vitest";
+import { type ReplicaLink, Replicator } from "./replicator.js";
 
 /** A link that records what would have been written. */
-function fakeLink(): PeerLink & { lines: string[] } {
+function fakeLink(): ReplicaLink & { lines: string[] } {
   const lines: string[] = [];
   return {
     lines,
@@ -12,7 +12,19 @@ function fakeLink(): PeerLink & { lines: string[] } {
       lines.push(...text.split("\n").filter((line) => line !== ""));
     },
     flush() {},
-  } as unknown as PeerLink & { lines: string[] };
+  };
+}
+
+/** A replicator on a manual clock; `clock.advance()` then `timers.runDue()` moves time. */
+function replicatorAt(window?: number, foldIntervalMs?: number) {
+  const clock = new ManualClock();
+  const timers = new TimerQueue(clock, { host: "manual" });
+  const replicator = new Replicator(timers, window, foldIntervalMs);
+  const advance = (ms: number) => {
+    clock.advance(ms);
+    timers.runDue();
+  };
+  return { replicator, clock, timers, advance };
 }
 
 const table = {
@@ -25,7 +37,7 @@ const table = {
 
 describe("Replicator", () => {
   it("streams nothing while disabled (a standby) and nothing to a link without a snapshot", () => {
-    const replicator = new Replicator(() => 0);
+    const { replicator } = replicatorAt();
     const link = fakeLink();
     replicator.grant("k", 1n, 1000, undefined);
     replicator.enabled = true;
@@ -35,7 +47,7 @@ describe("Replicator", () => {
   });
 
   it("sends a snapshot with remaining durations, then every change in order with increasing seq", () => {
-    const replicator = new Replicator(() => 0);
+    const { replicator } = replicatorAt();
     replicator.enabled = true;
     replicator.grant("before", 1n, 1000, undefined); // seq 1, before the link exists
     const link = fakeLink();
@@ -59,8 +71,8 @@ describe("Replicator", () => {
   });
 
   it("counts a standby as synced once it acknowledges its snapshot, and reports lag", () => {
-    let now = 100;
-    const replicator = new Replicator(() => now);
+    const { replicator, advance } = replicatorAt();
+    advance(100);
     replicator.enabled = true;
     const link = fakeLink();
     replicator.grant("x", 1n, 1000, undefined);
@@ -70,7 +82,7 @@ describe("Replicator", () => {
     expect(replicator.isSynced(link)).toBe(true);
     replicator.grant("y", 2n, 1000, undefined);
     replicator.grant("z", 3n, 1000, undefined);
-    now = 350;
+    advance(250);
     expect(replicator.lag(link)).toEqual({ ops: 2, sinceAckMs: 250 });
     replicator.disconnected(link);
     expect(replicator.isSynced(link)).toBe(false);
@@ -78,7 +90,7 @@ describe("Replicator", () => {
   });
 
   it("resolves a handoff on its acknowledgement, and fails it on disconnect or timeout", async () => {
-    const replicator = new Replicator(() => 0);
+    const { replicator, advance } = replicatorAt();
     replicator.enabled = true;
     const link = fakeLink();
     replicator.sendSnapshot(link, table, 3n);
@@ -91,12 +103,13 @@ describe("Replicator", () => {
     replicator.disconnected(link);
     await expect(dropped).resolves.toBe(false);
 
-    await expect(replicator.handoff(fakeLink(), 3n, 1)).resolves.toBe(false);
+    const unanswered = replicator.handoff(fakeLink(), 3n, 1);
+    advance(1);
+    await expect(unanswered).resolves.toBe(false);
   });
 
   it("holds changes back while a standby is a window behind, and sends them folded once it acknowledges", async () => {
-    let now = 0;
-    const replicator = new Replicator(() => now, 2, 0);
+    const { replicator, advance } = replicatorAt(2, 0);
     replicator.enabled = true;
     const link = fakeLink();
     replicator.sendSnapshot(link, { keyCount: 0, holders: () => [] }, 1n);
@@ -105,7 +118,7 @@ describe("Replicator", () => {
     replicator.free("a", 1n); // held back from here on
     replicator.grant("a", 3n, 1_000, "r2");
     replicator.free("b", 2n);
-    now = 400;
+    advance(400);
     expect(link.lines).toEqual(["!S 1 0 0", "!s 0", "!G 1 a 1 1000 r1", "!G 2 b 2 1000"]);
     expect(replicator.lag(link)).toEqual({ ops: 5, sinceAckMs: 400 });
 
@@ -123,10 +136,8 @@ describe("Replicator", () => {
   });
 
   it("sends folded changes to a standby that stays behind at most once per fold interval", () => {
-    vi.useFakeTimers();
-    try {
-      let now = 0;
-      const replicator = new Replicator(() => now, 1, 5);
+    {
+      const { replicator, advance, timers } = replicatorAt(1, 5);
       replicator.enabled = true;
       const link = fakeLink();
       replicator.sendSnapshot(link, { keyCount: 0, holders: () => [] }, 1n);
@@ -135,21 +146,18 @@ describe("Replicator", () => {
       replicator.acknowledged(link, 1);
       expect(link.lines.slice(2)).toEqual(["!G 1 a 1 1000", "!F 2 a 1"]); // the first send is immediate
       replicator.grant("b", 2n, 1_000, undefined); // seq 3 at 0 ms, held back: 2 is unacknowledged
-      now = 2;
+      advance(2);
       replicator.acknowledged(link, 2);
       expect(link.lines).toHaveLength(4); // 2 ms after the last send: it waits
-      now = 5;
-      vi.advanceTimersByTime(3);
+      advance(3);
       expect(link.lines.slice(4)).toEqual(["!G 3 b 2 995"]);
       replicator.disconnected(link);
-      expect(vi.getTimerCount()).toBe(0);
-    } finally {
-      vi.useRealTimers();
+      expect(timers.size).toBe(0);
     }
   });
 
   it("streams live to a standby that keeps up while another one folds", () => {
-    const replicator = new Replicator(() => 0, 2, 0);
+    const { replicator } = replicatorAt(2, 0);
     replicator.enabled = true;
     const fast = fakeLink();
     const slow = fakeLink();
@@ -176,24 +184,23 @@ describe("Replicator", () => {
   });
 
   it("wakes a waiter at the next acknowledgement, or at its timeout", async () => {
-    vi.useFakeTimers();
-    try {
-      const replicator = new Replicator(() => 0);
+    {
+      const { replicator, advance, timers } = replicatorAt();
       const link = fakeLink();
       replicator.sendSnapshot(link, table, 1n);
       let woken = 0;
       void replicator.nextAck(1_000).then(() => woken++);
       replicator.acknowledged(link, 0);
-      await vi.advanceTimersByTimeAsync(0);
+      await Promise.resolve();
       expect(woken).toBe(1);
       void replicator.nextAck(1_000).then(() => woken++);
-      await vi.advanceTimersByTimeAsync(999);
+      advance(999);
+      await Promise.resolve();
       expect(woken).toBe(1);
-      await vi.advanceTimersByTimeAsync(1);
+      advance(1);
+      await Promise.resolve();
       expect(woken).toBe(2);
-      expect(vi.getTimerCount()).toBe(0);
-    } finally {
-      vi.useRealTimers();
+      expect(timers.size).toBe(0);
     }
   });
 });

@@ -1,7 +1,7 @@
+import type { Timer, TimerQueue } from "@lock/deadline-heap";
 import { encodePeer, type PeerFrame } from "@lock/protocol";
 import type { EngineJournal } from "../engine/engine.js";
 import { Backlog, type Change } from "./backlog.js";
-import type { PeerLink } from "./peer-link.js";
 
 /** What the replicator needs of the engine to write a snapshot. */
 export interface SnapshotSource {
@@ -9,8 +9,18 @@ export interface SnapshotSource {
   readonly keyCount: number;
 }
 
+/**
+ * What the replicator needs of a link to one standby: the socket adapter (`PeerLink`) in lockd, an
+ * in-memory link in tests and the simulator. Writes are ordered; `flush` sends what is batched now.
+ * Links are told apart by identity.
+ */
+export interface ReplicaLink {
+  send(lines: string): void;
+  flush(): void;
+}
+
 interface Target {
-  readonly link: PeerLink;
+  readonly link: ReplicaLink;
   snapshotSeq: number;
   /** Sequence number of the last frame written to this peer. */
   sentSeq: number;
@@ -23,7 +33,7 @@ interface Target {
   folding: boolean;
   /** When it was last sent its folded changes, and the timer that sends them next. */
   drainedAt: number;
-  drainTimer: NodeJS.Timeout | undefined;
+  drainTimer: Timer | undefined;
 }
 
 /**
@@ -50,22 +60,23 @@ export class Replicator implements EngineJournal {
   /** Off on a standby: its engine changes come from the stream, not from clients. */
   enabled = false;
   #seq = 0;
-  readonly #targets = new Map<PeerLink, Target>();
+  readonly #targets = new Map<ReplicaLink, Target>();
   readonly #ackListeners = new Set<() => void>();
-  readonly #waiters = new Map<PeerLink, Array<{ seq: number; resolve(acked: boolean): void }>>();
+  readonly #waiters = new Map<ReplicaLink, Array<{ seq: number; resolve(acked: boolean): void }>>();
   /** Keys' latest states while any peer folds, shared by all of them. */
   readonly #backlog = new Backlog();
   #folding = 0;
-  readonly #now: () => number;
+  readonly #timers: TimerQueue;
   readonly #window: number;
   readonly #foldIntervalMs: number;
 
+  /** `timers`: the node's timer queue; its clock is the engine's (folded leases use its deadlines). */
   constructor(
-    now: () => number,
+    timers: TimerQueue,
     window = DEFAULT_REPLICATION_WINDOW,
     foldIntervalMs = DEFAULT_FOLD_INTERVAL_MS,
   ) {
-    this.#now = now;
+    this.#timers = timers;
     this.#window = window;
     this.#foldIntervalMs = foldIntervalMs;
   }
@@ -105,7 +116,7 @@ export class Replicator implements EngineJournal {
   }
 
   /** Sends the whole holder table on `link`; deltas follow on it from now on. */
-  sendSnapshot(link: PeerLink, source: SnapshotSource, epoch: bigint): void {
+  sendSnapshot(link: ReplicaLink, source: SnapshotSource, epoch: bigint): void {
     const seq = this.#seq;
     const lines: string[] = [encodePeer({ peer: "S", epoch, seq, count: source.keyCount })];
     for (const { key, token, remainingMs, id } of source.holders()) {
@@ -128,7 +139,7 @@ export class Replicator implements EngineJournal {
       snapshotSeq: seq,
       sentSeq: seq,
       ackedSeq: -1,
-      ackedAt: this.#now(),
+      ackedAt: this.#timers.clock.now(),
       folding: false,
       drainedAt: Number.NEGATIVE_INFINITY,
       drainTimer: undefined,
@@ -136,7 +147,7 @@ export class Replicator implements EngineJournal {
   }
 
   /** Sends a handoff on `link` and resolves true once the peer acknowledges it (false on timeout). */
-  handoff(link: PeerLink, epoch: bigint, timeoutMs: number): Promise<boolean> {
+  handoff(link: ReplicaLink, epoch: bigint, timeoutMs: number): Promise<boolean> {
     const seq = ++this.#seq;
     const frame: PeerFrame = { peer: "O", seq, epoch };
     const target = this.#targets.get(link);
@@ -145,9 +156,9 @@ export class Replicator implements EngineJournal {
     link.send(encodePeer(frame));
     link.flush();
     return new Promise((resolve) => {
-      const timer = setTimeout(() => settle(false), timeoutMs);
+      const timer = this.#timers.after(timeoutMs, () => settle(false));
       const settle = (acked: boolean) => {
-        clearTimeout(timer);
+        timer.cancel();
         resolve(acked);
       };
       const list = this.#waiters.get(link) ?? [];
@@ -159,10 +170,10 @@ export class Replicator implements EngineJournal {
   /** Resolves at the next acknowledgement from any peer (or after `timeoutMs`). */
   nextAck(timeoutMs: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, timeoutMs);
+      const timer = this.#timers.after(timeoutMs, done);
       const listeners = this.#ackListeners;
       function done() {
-        clearTimeout(timer);
+        timer.cancel();
         listeners.delete(done);
         resolve();
       }
@@ -170,12 +181,12 @@ export class Replicator implements EngineJournal {
     });
   }
 
-  acknowledged(link: PeerLink, seq: number): void {
+  acknowledged(link: ReplicaLink, seq: number): void {
     for (const listener of this.#ackListeners) listener();
     const target = this.#targets.get(link);
     if (target && seq > target.ackedSeq) {
       target.ackedSeq = seq;
-      target.ackedAt = this.#now();
+      target.ackedAt = this.#timers.clock.now();
       // Caught up enough: send what was held back, folded.
       if (target.folding && !this.#behind(target)) this.#scheduleDrain(link, target);
     }
@@ -190,7 +201,7 @@ export class Replicator implements EngineJournal {
   }
 
   /** The link's connection closed: it needs a new snapshot, and pending handoffs fail. */
-  disconnected(link: PeerLink): void {
+  disconnected(link: ReplicaLink): void {
     const target = this.#targets.get(link);
     if (target) this.#forget(target);
     this.#targets.delete(link);
@@ -204,22 +215,22 @@ export class Replicator implements EngineJournal {
     this.#targets.clear();
   }
 
-  isStreaming(link: PeerLink): boolean {
+  isStreaming(link: ReplicaLink): boolean {
     return this.#targets.has(link);
   }
 
   /** The peer applied the snapshot sent on its current connection. */
-  isSynced(link: PeerLink): boolean {
+  isSynced(link: ReplicaLink): boolean {
     const target = this.#targets.get(link);
     return target !== undefined && target.ackedSeq >= target.snapshotSeq;
   }
 
   /** Replication lag of `link`: operations not yet acknowledged, and since when. */
-  lag(link: PeerLink): { ops: number; sinceAckMs: number } | undefined {
+  lag(link: ReplicaLink): { ops: number; sinceAckMs: number } | undefined {
     const target = this.#targets.get(link);
     if (!target) return undefined;
     const acked = target.ackedSeq < 0 ? target.snapshotSeq : target.ackedSeq;
-    return { ops: this.#seq - acked, sinceAckMs: Math.round(this.#now() - target.ackedAt) };
+    return { ops: this.#seq - acked, sinceAckMs: Math.round(this.#timers.clock.now() - target.ackedAt) };
   }
 
   /** One change to every streaming peer: written (encoded once), or folded for those that are behind. */
@@ -233,7 +244,7 @@ export class Replicator implements EngineJournal {
     }
     if (this.#folding === 0) return;
     // Frees carry no lease; grants and extensions normally come with their end from the engine.
-    const end = change.peer === "F" ? 0 : (deadline ?? this.#now() + change.leaseMs);
+    const end = change.peer === "F" ? 0 : (deadline ?? this.#timers.clock.now() + change.leaseMs);
     this.#backlog.record(change, end);
   }
 
@@ -247,23 +258,23 @@ export class Replicator implements EngineJournal {
     this.#folding += 1;
   }
 
-  #write(link: PeerLink, target: Target, seq: number, line: string): void {
+  #write(link: ReplicaLink, target: Target, seq: number, line: string): void {
     link.send(line);
     target.sentSeq = seq;
   }
 
   /** Sends the folded changes now, or when the fold interval since the last send is over. */
-  #scheduleDrain(link: PeerLink, target: Target): void {
+  #scheduleDrain(link: ReplicaLink, target: Target): void {
     if (target.drainTimer) return;
-    const wait = target.drainedAt + this.#foldIntervalMs - this.#now();
+    const wait = target.drainedAt + this.#foldIntervalMs - this.#timers.clock.now();
     if (wait <= 0) {
       this.#drain(link, target);
       return;
     }
-    target.drainTimer = setTimeout(() => {
+    target.drainTimer = this.#timers.after(wait, () => {
       target.drainTimer = undefined;
       if (this.#targets.get(link) === target) this.#drain(link, target);
-    }, wait);
+    });
   }
 
   /** The target leaves (disconnect, new snapshot, demotion): no timer, and it no longer folds. */
@@ -280,10 +291,10 @@ export class Replicator implements EngineJournal {
   }
 
   /** Sends `target` the state of every key changed since it was last sent anything. */
-  #drain(link: PeerLink, target: Target): void {
+  #drain(link: ReplicaLink, target: Target): void {
     cancelDrainTimer(target);
     if (!target.folding) return;
-    const now = this.#now();
+    const now = this.#timers.clock.now();
     target.drainedAt = now;
     let text = "";
     for (const frame of this.#backlog.changedSince(target.sentSeq, now)) text += encodePeer(frame);
@@ -308,7 +319,7 @@ export class Replicator implements EngineJournal {
 }
 
 function cancelDrainTimer(target: Target): void {
-  if (target.drainTimer) clearTimeout(target.drainTimer);
+  target.drainTimer?.cancel();
   target.drainTimer = undefined;
 }
 

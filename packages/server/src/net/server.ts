@@ -1,9 +1,11 @@
 import { createServer as createTcpServer, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer } from "node:tls";
+import { TimerQueue } from "@lock/deadline-heap";
 import { encodeReply, formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { readIntoSharedBuffer } from "@lock/socket-io";
 import { Cluster, type ClusterEvents } from "../cluster/cluster.js";
 import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../cluster/membership.js";
+import { peerLinks } from "../cluster/peer-link.js";
 import { Replicator } from "../cluster/replicator.js";
 import { type Clock, monotonicClock } from "../engine/clock.js";
 import type { EngineJournal } from "../engine/engine.js";
@@ -14,6 +16,12 @@ import { Admission } from "./admission.js";
 import { SecretChecker } from "./auth.js";
 import { endWithLinger } from "./close.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
+import { PeerKey } from "./peer-auth.js";
+
+/** How long a peer link's handshake may take (at least one peer timeout) before the link redials. */
+const PEER_HANDSHAKE_TIMEOUT_MS = 2_000;
+/** Unsent bytes after which a slow peer's link is dropped (it resyncs with a snapshot). */
+const PEER_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 
 export interface TlsFiles {
   readonly cert: string | Buffer;
@@ -119,7 +127,8 @@ export class LockServer {
     const port = typeof bound === "object" && bound ? bound.port : (options.port ?? DEFAULT_PORT);
     // The replicator measures leases on the engine's clock: folded leases come from the engine's deadlines.
     const clock = options.clock ?? monotonicClock;
-    const replicator = options.cluster ? new Replicator(() => clock.now()) : undefined;
+    const timers = new TimerQueue(clock);
+    const replicator = options.cluster ? new Replicator(timers) : undefined;
     const advertise = options.advertise ?? formatAddress(host, port);
     const position = options.cluster?.peers.indexOf(advertise) ?? 0;
     let node: LockNode;
@@ -134,7 +143,8 @@ export class LockServer {
         nodeId: options.nodeId ?? Math.max(0, position),
         ...(options.maxClockSkewMs !== undefined ? { maxClockSkewMs: options.maxClockSkewMs } : {}),
         ...(options.wallNow ? { wallNow: options.wallNow } : {}),
-        ...(options.clock ? { clock: options.clock } : {}),
+        clock,
+        timers,
         ...(options.journal ? { journal: options.journal } : {}),
         ...(replicator ? { journal: replicator, startAs: "standby" as const } : {}),
         ...(options.observer ? { observer: options.observer } : {}),
@@ -236,6 +246,9 @@ export class LockServer {
 
   #joinCluster(options: LockServerOptions, cluster: LockClusterOptions, replicator: Replicator): void {
     const connections = this.#connections;
+    const timing = { ...DEFAULT_CLUSTER_TIMING, ...cluster.timing };
+    // Undefined: an empty key, so anyone who reaches the port can join (lockd: only with --insecure).
+    const key = new PeerKey(cluster.peerToken);
     this.cluster = new Cluster(
       this.node,
       replicator,
@@ -264,10 +277,17 @@ export class LockServer {
       {
         peers: cluster.peers,
         advertise: this.node.advertise,
-        timing: { ...DEFAULT_CLUSTER_TIMING, ...cluster.timing },
-        authToken: options.authToken,
-        peerToken: cluster.peerToken,
-        tls: cluster.tls ?? (options.tls ? {} : undefined),
+        timing,
+        key,
+        links: peerLinks({
+          self: this.node.advertise,
+          authToken: options.authToken,
+          key,
+          tls: cluster.tls ?? (options.tls ? {} : undefined),
+          retryMs: timing.heartbeatMs,
+          handshakeTimeoutMs: Math.max(PEER_HANDSHAKE_TIMEOUT_MS, timing.peerTimeoutMs),
+          maxBufferedBytes: PEER_MAX_BUFFERED_BYTES,
+        }),
         handoffTimeoutMs: cluster.handoffTimeoutMs ?? 2_000,
       },
     );
