@@ -23,7 +23,11 @@ export type NodeRole = "active" | "standby";
 export type HoldReason = "clock" | "stall";
 
 export interface LockNodeOptions {
-  readonly dataDir: string;
+  /**
+   * The node's data directory, locked for the process's lifetime; holds the epoch file. Undefined
+   * only with an injected `epochStore` (tests, the simulator): nothing on disk then.
+   */
+  readonly dataDir: string | undefined;
   readonly limits: ServerLimits;
   /** The address clients and peers know this node by. */
   readonly advertise: string;
@@ -64,7 +68,7 @@ export class LockNode {
   role: NodeRole = "active";
   /** The active's address as far as this node knows (itself when active). */
   activeAddress: string | undefined;
-  readonly #dirLock: DataDirLock;
+  readonly #dirLock: DataDirLock | undefined;
   readonly #timer: DeadlineTimer;
   readonly #wallNow: () => number;
   readonly #holds = new Set<HoldReason>();
@@ -87,8 +91,11 @@ export class LockNode {
     this.observer = options.observer ?? NO_OBSERVER;
     this.activeAddress = options.advertise;
     this.#wallNow = options.wallNow ?? Date.now;
-    const store = options.epochStore ?? new EpochFile(options.dataDir);
-    this.#dirLock = DataDirLock.acquire(options.dataDir);
+    const { dataDir } = options;
+    if (dataDir === undefined && options.epochStore === undefined)
+      throw new TypeError("a LockNode needs a data directory or an epoch store");
+    const store = options.epochStore ?? new EpochFile(dataDir!);
+    this.#dirLock = dataDir === undefined ? undefined : DataDirLock.acquire(dataDir);
     try {
       this.epochs = new EpochKeeper({
         store,
@@ -128,7 +135,7 @@ export class LockNode {
       if (start) this.#holdUntil(start.serveFromMs);
       else this.setRole("standby", undefined);
     } catch (error) {
-      this.#dirLock.release();
+      this.#dirLock?.release();
       throw error;
     }
   }
@@ -220,7 +227,7 @@ export class LockNode {
   close(): void {
     this.release("clock");
     this.#timer.stop();
-    this.#dirLock.release();
+    this.#dirLock?.release();
   }
 
   /** A sequence ran out: the next epoch is taken at once (no wait; see docs/consistency.md). */

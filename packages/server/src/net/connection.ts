@@ -16,21 +16,15 @@ import {
 import { SocketWriter } from "@lock/socket-io";
 import type { Cluster } from "../cluster/cluster.js";
 import { PeerSession } from "../cluster/peer-session.js";
-import type { Session } from "../engine/records.js";
-import type { ServerLimits } from "../limits.js";
-import type { AcquireSink, LockNode } from "../node.js";
 import type { SecretChecker } from "./auth.js";
 import { endWithLinger } from "./close.js";
+import { LockVerbs, type VerbContext } from "./lock-verbs.js";
 import type { ListenerHandshake } from "./peer-auth.js";
 
 /** What every connection shares: the node, the limits and the server-wide facts for `I`. */
-export interface ConnectionContext {
-  readonly node: LockNode;
-  readonly limits: ServerLimits;
+export interface ConnectionContext extends VerbContext {
   readonly protocolLimits: ProtocolLimits;
   readonly auth: SecretChecker | undefined;
-  readonly version: string;
-  connectionCount(): number;
   /** Set when this node is part of a cluster: peer links authenticate with it and feed it. */
   readonly cluster: Cluster | undefined;
   /** Called when the connection authenticates (with `H`, or as a peer link). */
@@ -54,14 +48,14 @@ export interface ConnectionContext {
  * PEER_NOT_AUTHENTICATED and closes the connection (on a single node, which has no peers, it is
  * answered BAD_SYNTAX like any unknown verb).
  */
-export class ClientConnection implements AcquireSink {
+export class ClientConnection {
   readonly #socket: Socket;
   readonly #writer: SocketWriter;
   readonly #ctx: ConnectionContext;
   readonly #decoder: RequestDecoder;
-  readonly #session: Session<AcquireSink>;
+  /** The lock verbs, with this connection's queued acquires. */
+  readonly #verbs: LockVerbs;
   #authenticated: boolean;
-  #pending = 0;
   #out = "";
   #flushScheduled = false;
   /** Inside `receive()`, which writes everything at its end: no tick needs scheduling meanwhile. */
@@ -88,7 +82,7 @@ export class ClientConnection implements AcquireSink {
     this.#socket = socket;
     this.#ctx = ctx;
     this.#decoder = new RequestDecoder(ctx.protocolLimits);
-    this.#session = ctx.node.engine.openSession();
+    this.#verbs = new LockVerbs(ctx, (reply) => this.#send(reply));
     this.#authenticated = ctx.auth === undefined;
     socket.setNoDelay(true);
     this.#writer = new SocketWriter(socket, () => this.#drained());
@@ -112,26 +106,11 @@ export class ClientConnection implements AcquireSink {
 
   /** Queued acquires of this connection. */
   get pendingCount(): number {
-    return this.#pending;
+    return this.#verbs.pending;
   }
 
   get remoteAddress(): string {
     return `${this.#socket.remoteAddress}:${this.#socket.remotePort}`;
-  }
-
-  granted(key: string, token: bigint, id: string | undefined): void {
-    this.#pending -= 1;
-    this.#send({ kind: "A", key, token, id });
-  }
-
-  timedOut(key: string, id: string | undefined): void {
-    this.#pending -= 1;
-    this.#send({ kind: "T", key, id });
-  }
-
-  /** A retry of one of our queued acquires (same id) took its place on another connection. */
-  displaced(): void {
-    this.#pending -= 1;
   }
 
   /**
@@ -140,11 +119,7 @@ export class ClientConnection implements AcquireSink {
    */
   shutdown(code: ErrorCode, message: string): void {
     if (this.#closing) return;
-    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
-      this.#send({ kind: "E", op: "A", key, id, code, message });
-    }
-    this.#ctx.node.engine.closeSession(this.#session);
-    this.#pending = 0;
+    this.#verbs.failPending(code, message);
     this.#closing = true;
     this.#flush();
     this.#socket.end();
@@ -174,11 +149,7 @@ export class ClientConnection implements AcquireSink {
 
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
   redirectPending(address: string): void {
-    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
-      this.#send({ kind: "M", op: "A", key, address, id });
-    }
-    this.#ctx.node.engine.closeSession(this.#session);
-    this.#pending = 0;
+    this.#verbs.redirectPending(address);
   }
 
   /** Bytes read from the client; `chunk` is only valid during the call. */
@@ -221,107 +192,18 @@ export class ClientConnection implements AcquireSink {
       this.#error(request.op, key, id, "NOT_AUTHENTICATED", "authenticate first with H <secret>");
       return;
     }
-    const node = this.#ctx.node;
-    if (!node.serving && request.op !== "P" && request.op !== "H" && request.op !== "I") {
-      // An active that is held (confirming its role after a stall, or waiting for its clock to
-      // reach a new epoch) knows no other active to send the client to: NO_ACTIVE, retry shortly.
-      this.#redirect(request, node.role === "active" ? undefined : node.activeAddress);
+    if (request.op !== "H") {
+      this.#verbs.run(request);
       return;
     }
-    const engine = node.engine;
-    switch (request.op) {
-      case "A": {
-        const { key, id } = request;
-        if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
-        if (request.waitMs > this.#ctx.limits.maxWaitMs) {
-          this.#error(
-            "A",
-            key,
-            id,
-            "WAIT_OUT_OF_RANGE",
-            `wait must be at most ${this.#ctx.limits.maxWaitMs / 1000} s`,
-          );
-          return;
-        }
-        if (this.#pending >= this.#ctx.limits.maxPendingPerConnection) {
-          this.#error("A", key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
-          return;
-        }
-        const outcome = engine.acquire(this.#session, {
-          key,
-          leaseMs: request.leaseMs,
-          waitMs: request.waitMs,
-          id,
-          payload: this,
-        });
-        if (outcome.status === "granted") {
-          if (!outcome.replayed) observer.granted(0);
-          this.#send({ kind: "A", key, token: outcome.token, id });
-        } else if (outcome.status === "queued") {
-          this.#pending += 1;
-          (outcome.displaced as ClientConnection | undefined)?.displaced();
-        } else {
-          this.#error(
-            "A",
-            key,
-            id,
-            outcome.code,
-            outcome.code === "TOO_MANY_KEYS"
-              ? "the server holds too many keys"
-              : "the key's wait queue is full",
-          );
-        }
-        return;
-      }
-      case "Y": {
-        const { key, id } = request;
-        if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
-        const outcome = engine.tryAcquire(key, request.leaseMs, id, this.#session);
-        if (outcome.status === "granted") {
-          if (!outcome.replayed) observer.granted(0);
-          this.#send({ kind: "Y", key, token: outcome.token, id });
-        } else if (outcome.status === "busy") {
-          this.#send({ kind: "N", key, id });
-        } else this.#error("Y", key, id, outcome.code, "the server holds too many keys");
-        return;
-      }
-      case "R": {
-        const { key, token, id } = request;
-        if (!this.#provesOwnership("R", key, token, id)) return;
-        this.#send({ kind: "R", key, released: engine.release(key, token) });
-        return;
-      }
-      case "X": {
-        const { key, token, id } = request;
-        if (!this.#leaseInRange("X", key, id, request.leaseMs)) return;
-        if (!this.#provesOwnership("X", key, token, id)) return;
-        this.#send({ kind: "X", key, extended: engine.extend(key, token, request.leaseMs) });
-        return;
-      }
-      case "C": {
-        // The withdrawn acquire gets its own reply (`T`) on whichever connection queued it.
-        const sink = engine.cancel(request.key, request.id);
-        sink?.timedOut(request.key, request.id);
-        this.#send({ kind: "C", key: request.key, cancelled: sink !== undefined });
-        return;
-      }
-      case "P":
-        this.#send(request.nonce === undefined ? { kind: "P" } : { kind: "P", nonce: request.nonce });
-        return;
-      case "H":
-        if (this.#ctx.auth !== undefined && !this.#ctx.auth.matches(request.secret)) {
-          this.#refuseSecret();
-          return;
-        }
-        this.#authenticated = true;
-        this.#clearAuthTimer();
-        this.#ctx.onAuthenticated(this);
-        this.#send({ kind: "H" });
-        return;
-      case "I":
-        this.#send({ kind: "I", fields: this.#info() });
-        return;
+    if (this.#ctx.auth !== undefined && !this.#ctx.auth.matches(request.secret)) {
+      this.#refuseSecret();
+      return;
     }
+    this.#authenticated = true;
+    this.#clearAuthTimer();
+    this.#ctx.onAuthenticated(this);
+    this.#send({ kind: "H" });
   }
 
   /**
@@ -339,7 +221,7 @@ export class ClientConnection implements AcquireSink {
     // Closing from now on: later input is dropped, and no other close (idle, eviction) cuts the delay short.
     this.#closing = true;
     this.#socket.pause();
-    this.#ctx.node.engine.closeSession(this.#session);
+    this.#verbs.close();
     this.#clearAuthTimer();
     this.#authTimer = setTimeout(() => {
       this.#error(op, "-", undefined, code, message);
@@ -350,72 +232,9 @@ export class ClientConnection implements AcquireSink {
     }, this.#ctx.limits.authFailureDelayMs);
   }
 
-  /**
-   * A release or extension must come from the holder: on the connection that was granted the key,
-   * or with the acquire's request id. A stale token passes (it changes nothing and gets `0`).
-   */
-  #provesOwnership(op: "R" | "X", key: string, token: bigint, id: string | undefined): boolean {
-    if (this.#ctx.node.engine.ownership(key, token, this.#session, id) !== "not-owner") return true;
-    this.#error(
-      op,
-      key,
-      id,
-      "NOT_OWNER",
-      id === undefined
-        ? "this connection was not granted the key: send the acquire's request id"
-        : "the request id is not the one the key was granted to",
-    );
-    return false;
-  }
-
   #clearAuthTimer(): void {
     if (this.#authTimer) clearTimeout(this.#authTimer);
     this.#authTimer = undefined;
-  }
-
-  #leaseInRange(op: RequestOp, key: string, id: string | undefined, leaseMs: number): boolean {
-    if (leaseMs > 0 && leaseMs <= this.#ctx.limits.maxLeaseMs) return true;
-    this.#error(
-      op,
-      key,
-      id,
-      "LEASE_OUT_OF_RANGE",
-      `lease must be above 0 and at most ${this.#ctx.limits.maxLeaseMs / 1000} s`,
-    );
-    return false;
-  }
-
-  #info(): Map<string, string> {
-    const node = this.#ctx.node;
-    return new Map([
-      ["version", this.#ctx.version],
-      ["role", node.role],
-      ["node", node.advertise],
-      ["active", node.activeAddress ?? "-"],
-      ["epoch", node.epoch.toString()],
-      ["keys", String(node.engine.keyCount)],
-      ["waiters", String(node.engine.waiterCount)],
-      ["connections", String(this.#ctx.connectionCount())],
-      ["uptime_ms", String(node.uptimeMs)],
-    ]);
-  }
-
-  /** A standby answers lock verbs with the active's address, or `NO_ACTIVE` while it knows none. */
-  #redirect(request: Request, address: string | undefined): void {
-    const key = "key" in request ? request.key : "-";
-    const id = "id" in request ? request.id : undefined;
-    if (address === undefined) {
-      const held = this.#ctx.node.heldFor;
-      const message =
-        held === "stall"
-          ? "this node is confirming it is still the active after a stall; retry shortly"
-          : held === "clock"
-            ? "this node's new token epoch starts within seconds (docs/consistency.md); retry shortly"
-            : "no active node is known yet; retry shortly";
-      this.#error(request.op, key, id, "NO_ACTIVE", message);
-    } else {
-      this.#send({ kind: "M", op: request.op, key, address, id });
-    }
   }
 
   #handlePeerFrame(frame: PeerFrame): void {
@@ -493,15 +312,14 @@ export class ClientConnection implements AcquireSink {
   }
 
   #error(op: RequestOp | "?", key: string, id: string | undefined, code: ErrorCode, message: string): void {
-    this.#ctx.node.observer.error(code);
-    this.#send({ kind: "E", op, key, id, code, message });
+    this.#verbs.error(op, key, id, code, message);
   }
 
   /** Sends a connection-ending error and closes once it is written. */
   #fail(op: RequestOp | "?", key: string, id: string | undefined, code: ErrorCode, message: string): void {
     if (this.#closing) return;
     this.#error(op, key, id, code, message);
-    this.#ctx.node.engine.closeSession(this.#session);
+    this.#verbs.close();
     this.#closing = true;
     this.#flush();
     endWithLinger(this.#socket);
@@ -513,7 +331,7 @@ export class ClientConnection implements AcquireSink {
    * of a timestamp keeps the clock off the path of every read. A client waiting for a lock is never idle.
    */
   sweepIdle(): void {
-    if (this.#heard || this.#pending > 0) {
+    if (this.#heard || this.#verbs.pending > 0) {
       this.#heard = false;
       this.#quietSweeps = 0;
       return;
@@ -561,8 +379,7 @@ export class ClientConnection implements AcquireSink {
     if (this.#closed) return;
     this.#closed = true;
     this.#clearAuthTimer();
-    this.#ctx.node.engine.closeSession(this.#session);
-    this.#pending = 0;
+    this.#verbs.close();
     this.#ctx.onClose(this);
   }
 }

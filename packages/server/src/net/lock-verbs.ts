@@ -1,0 +1,243 @@
+import type { ErrorCode, Reply, Request, RequestOp } from "@lock/protocol";
+import type { Session } from "../engine/records.js";
+import type { ServerLimits } from "../limits.js";
+import type { AcquireSink, LockNode } from "../node.js";
+
+/** What the lock verbs of every connection share: the node, the limits, the facts `I` reports. */
+export interface VerbContext {
+  readonly node: LockNode;
+  readonly limits: ServerLimits;
+  readonly version: string;
+  connectionCount(): number;
+}
+
+/** The lock verbs a connection runs once it may (authenticated, not a peer link). */
+export type LockRequest = Exclude<Request, { op: "H" }>;
+
+/**
+ * One client session's lock verbs (`A Y R X C P I`), without a socket: requests in, replies out
+ * through `send`, in order; queued acquires are answered later through `AcquireSink`, in any order
+ * relative to other replies. The net layer's ClientConnection wraps it around a socket; the cluster
+ * simulator drives it directly.
+ *
+ * Counts the session's queued acquires (`pending`), bounded by `maxPendingPerConnection`.
+ */
+export class LockVerbs implements AcquireSink {
+  readonly #ctx: VerbContext;
+  readonly #session: Session<AcquireSink>;
+  readonly #send: (reply: Reply) => void;
+  #pending = 0;
+
+  constructor(ctx: VerbContext, send: (reply: Reply) => void) {
+    this.#ctx = ctx;
+    this.#send = send;
+    this.#session = ctx.node.engine.openSession();
+  }
+
+  /** Queued acquires of this session. */
+  get pending(): number {
+    return this.#pending;
+  }
+
+  granted(key: string, token: bigint, id: string | undefined): void {
+    this.#pending -= 1;
+    this.#send({ kind: "A", key, token, id });
+  }
+
+  timedOut(key: string, id: string | undefined): void {
+    this.#pending -= 1;
+    this.#send({ kind: "T", key, id });
+  }
+
+  /** A retry of one of our queued acquires (same id) took its place on another session. */
+  displaced(): void {
+    this.#pending -= 1;
+  }
+
+  /** Answers every queued acquire with `code` (the client retries elsewhere) and ends the session. */
+  failPending(code: ErrorCode, message: string): void {
+    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
+      this.#send({ kind: "E", op: "A", key, id, code, message });
+    }
+    this.close();
+  }
+
+  /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
+  redirectPending(address: string): void {
+    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
+      this.#send({ kind: "M", op: "A", key, address, id });
+    }
+    this.#ctx.node.engine.closeSession(this.#session);
+    this.#pending = 0;
+  }
+
+  /** The session is over: its queued acquires are withdrawn, its holders keep their leases. */
+  close(): void {
+    this.#ctx.node.engine.closeSession(this.#session);
+    this.#pending = 0;
+  }
+
+  /** Sends an error reply, counted by the observer like every `E`. */
+  error(op: RequestOp | "?", key: string, id: string | undefined, code: ErrorCode, message: string): void {
+    this.#ctx.node.observer.error(code);
+    this.#send({ kind: "E", op, key, id, code, message });
+  }
+
+  run(request: LockRequest): void {
+    const node = this.#ctx.node;
+    if (!node.serving && request.op !== "P" && request.op !== "I") {
+      // An active that is held (confirming its role after a stall, or waiting for its clock to
+      // reach a new epoch) knows no other active to send the client to: NO_ACTIVE, retry shortly.
+      this.#redirect(request, node.role === "active" ? undefined : node.activeAddress);
+      return;
+    }
+    const engine = node.engine;
+    const observer = node.observer;
+    switch (request.op) {
+      case "A": {
+        const { key, id } = request;
+        if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
+        if (request.waitMs > this.#ctx.limits.maxWaitMs) {
+          this.error(
+            "A",
+            key,
+            id,
+            "WAIT_OUT_OF_RANGE",
+            `wait must be at most ${this.#ctx.limits.maxWaitMs / 1000} s`,
+          );
+          return;
+        }
+        if (this.#pending >= this.#ctx.limits.maxPendingPerConnection) {
+          this.error("A", key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
+          return;
+        }
+        const outcome = engine.acquire(this.#session, {
+          key,
+          leaseMs: request.leaseMs,
+          waitMs: request.waitMs,
+          id,
+          payload: this,
+        });
+        if (outcome.status === "granted") {
+          if (!outcome.replayed) observer.granted(0);
+          this.#send({ kind: "A", key, token: outcome.token, id });
+        } else if (outcome.status === "queued") {
+          this.#pending += 1;
+          (outcome.displaced as LockVerbs | undefined)?.displaced();
+        } else {
+          this.error(
+            "A",
+            key,
+            id,
+            outcome.code,
+            outcome.code === "TOO_MANY_KEYS"
+              ? "the server holds too many keys"
+              : "the key's wait queue is full",
+          );
+        }
+        return;
+      }
+      case "Y": {
+        const { key, id } = request;
+        if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
+        const outcome = engine.tryAcquire(key, request.leaseMs, id, this.#session);
+        if (outcome.status === "granted") {
+          if (!outcome.replayed) observer.granted(0);
+          this.#send({ kind: "Y", key, token: outcome.token, id });
+        } else if (outcome.status === "busy") {
+          this.#send({ kind: "N", key, id });
+        } else this.error("Y", key, id, outcome.code, "the server holds too many keys");
+        return;
+      }
+      case "R": {
+        const { key, token, id } = request;
+        if (!this.#provesOwnership("R", key, token, id)) return;
+        this.#send({ kind: "R", key, released: engine.release(key, token) });
+        return;
+      }
+      case "X": {
+        const { key, token, id } = request;
+        if (!this.#leaseInRange("X", key, id, request.leaseMs)) return;
+        if (!this.#provesOwnership("X", key, token, id)) return;
+        this.#send({ kind: "X", key, extended: engine.extend(key, token, request.leaseMs) });
+        return;
+      }
+      case "C": {
+        // The withdrawn acquire gets its own reply (`T`) on whichever session queued it.
+        const sink = engine.cancel(request.key, request.id);
+        sink?.timedOut(request.key, request.id);
+        this.#send({ kind: "C", key: request.key, cancelled: sink !== undefined });
+        return;
+      }
+      case "P":
+        this.#send(request.nonce === undefined ? { kind: "P" } : { kind: "P", nonce: request.nonce });
+        return;
+      case "I":
+        this.#send({ kind: "I", fields: this.#info() });
+        return;
+    }
+  }
+
+  /**
+   * A release or extension must come from the holder: on the session that was granted the key,
+   * or with the acquire's request id. A stale token passes (it changes nothing and gets `0`).
+   */
+  #provesOwnership(op: "R" | "X", key: string, token: bigint, id: string | undefined): boolean {
+    if (this.#ctx.node.engine.ownership(key, token, this.#session, id) !== "not-owner") return true;
+    this.error(
+      op,
+      key,
+      id,
+      "NOT_OWNER",
+      id === undefined
+        ? "this connection was not granted the key: send the acquire's request id"
+        : "the request id is not the one the key was granted to",
+    );
+    return false;
+  }
+
+  #leaseInRange(op: RequestOp, key: string, id: string | undefined, leaseMs: number): boolean {
+    if (leaseMs > 0 && leaseMs <= this.#ctx.limits.maxLeaseMs) return true;
+    this.error(
+      op,
+      key,
+      id,
+      "LEASE_OUT_OF_RANGE",
+      `lease must be above 0 and at most ${this.#ctx.limits.maxLeaseMs / 1000} s`,
+    );
+    return false;
+  }
+
+  #info(): Map<string, string> {
+    const node = this.#ctx.node;
+    return new Map([
+      ["version", this.#ctx.version],
+      ["role", node.role],
+      ["node", node.advertise],
+      ["active", node.activeAddress ?? "-"],
+      ["epoch", node.epoch.toString()],
+      ["keys", String(node.engine.keyCount)],
+      ["waiters", String(node.engine.waiterCount)],
+      ["connections", String(this.#ctx.connectionCount())],
+      ["uptime_ms", String(node.uptimeMs)],
+    ]);
+  }
+
+  /** A standby answers lock verbs with the active's address, or `NO_ACTIVE` while it knows none. */
+  #redirect(request: LockRequest, address: string | undefined): void {
+    const key = "key" in request ? request.key : "-";
+    const id = "id" in request ? request.id : undefined;
+    if (address === undefined) {
+      const held = this.#ctx.node.heldFor;
+      const message =
+        held === "stall"
+          ? "this node is confirming it is still the active after a stall; retry shortly"
+          : held === "clock"
+            ? "this node's new token epoch starts within seconds (docs/consistency.md); retry shortly"
+            : "no active node is known yet; retry shortly";
+      this.error(request.op, key, id, "NO_ACTIVE", message);
+    } else {
+      this.#send({ kind: "M", op: request.op, key, address, id });
+    }
+  }
+}
