@@ -83,6 +83,10 @@ export class Cluster implements PeerSessionHandler {
   readonly #violations: ReportLimiter<{ peer: string; reason: string }>;
   readonly #replica: Replica;
   readonly #stall: StallGuard;
+  /** Each peer's latest incoming session (its link to this node). */
+  readonly #sessions = new Map<string, PeerSession>();
+  /** Since when this standby's replica has not been the live active's. */
+  #replicaMismatchSince: number | undefined;
   #timer: Timer | undefined;
   #busy = false;
   #handingOff = false;
@@ -241,6 +245,7 @@ export class Cluster implements PeerSessionHandler {
   onPeerFrame(session: PeerSession, frame: SessionFrame): void {
     switch (frame.peer) {
       case "J":
+        this.#sessions.set(session.peer, session);
         this.#heard(session.peer, frame.role, frame.epoch, undefined, frame.highest);
         return;
       case "B":
@@ -284,6 +289,10 @@ export class Cluster implements PeerSessionHandler {
   applySnapshot(session: PeerSession, snapshot: Snapshot): void {
     if (this.#node.role === "active") return;
     this.#learn(session.peer, snapshot.epoch);
+    // Only from the active this standby follows: a rival's snapshot held up by a partition and
+    // delivered once it healed would replace the true active's replica (found by the simulator).
+    const active = this.membership.liveActive();
+    if (active !== undefined && active.address !== session.peer) return;
     this.#syncedFromActive = true;
     // Queued acquires here cannot be served by this standby: send them to the active first.
     this.#hooks.redirectPending(session.peer);
@@ -325,7 +334,10 @@ export class Cluster implements PeerSessionHandler {
     });
     for (const link of this.#links.values()) link.send(heartbeat);
     this.#reportLiveness();
-    if (this.#node.role === "standby" && !this.#busy) this.#follow(this.membership.liveActive()?.address);
+    if (this.#node.role === "standby" && !this.#busy) {
+      this.#follow(this.membership.liveActive()?.address);
+      this.#resyncFromActive();
+    }
     if (this.#node.role === "active") this.#snapshotNewStandbys();
     const decision = this.membership.decide(
       {
@@ -340,6 +352,27 @@ export class Cluster implements PeerSessionHandler {
     // A held active steps down or moves above a rival at once, but hands off only once confirmed.
     if (!(held && decision.action === "handoff")) this.#act(decision);
     if (held && this.#node.role === "active" && this.#stall.confirmed()) this.#node.release("stall");
+  }
+
+  /**
+   * A standby whose replica is not the live active's (it followed a rival during a partition, or
+   * refused a snapshot while it still believed an older active alive) drops the active's link to it
+   * after a peer timeout's worth of mismatch: the active redials and sends a snapshot. At most once
+   * per peer timeout, and never while a snapshot is arriving.
+   */
+  #resyncFromActive(): void {
+    const active = this.membership.liveActive();
+    const now = this.#node.clock.now();
+    if (active === undefined || this.#replica.source === active.address) {
+      this.#replicaMismatchSince = undefined;
+      return;
+    }
+    this.#replicaMismatchSince ??= now;
+    if (now - this.#replicaMismatchSince < this.#options.timing.peerTimeoutMs) return;
+    const session = this.#sessions.get(active.address);
+    if (session === undefined || session.receivingSnapshot) return;
+    this.#replicaMismatchSince = now;
+    session.close();
   }
 
   #reportLiveness(): void {

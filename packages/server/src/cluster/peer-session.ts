@@ -87,6 +87,11 @@ export class PeerSession {
     this.#transport = transport;
   }
 
+  /** Inside a snapshot (`!S` seen, `!s` not yet). */
+  get receivingSnapshot(): boolean {
+    return this.#snapshot !== undefined;
+  }
+
   receive(frame: PeerFrame): void {
     if (this.#dropped) return;
     const problem = this.#check(frame);

@@ -1,0 +1,177 @@
+/**
+ * What happened in one simulated run, recorded as it happens, and the checks that judge it
+ * (docs/consistency.md is the contract):
+ *
+ * - no token is issued twice (a replay of the same acquire's grant, same id, is the same grant);
+ * - every grant's token exceeds every earlier grant's whose epoch had reached the granting node
+ *   (any frame that node processed carried that epoch or a later one, or it is its own): "every
+ *   token a node issues after it learned of an epoch E is above every token of E". Grants of two
+ *   sides of a partition that never told each other may interleave (documented); they still differ;
+ * - a holder whose grant a node had in its replicated table when it promoted is not refused by
+ *   that node while its lease runs (replicated holders survive failover);
+ * - waiters queued on one node for one key are granted in the order they queued;
+ * - after the last heal exactly one node is active and every standby's table equals the active's;
+ * - no client operation is left unsettled.
+ */
+
+import { tokenEpoch } from "@lock/protocol";
+
+interface Issue {
+  readonly at: number;
+  readonly node: string;
+  readonly key: string;
+  readonly token: bigint;
+  readonly id: string | undefined;
+  /** The two-active window it was issued in, if any. */
+  readonly window: number | undefined;
+  readonly leaseEndsAt: number;
+}
+
+interface Queued {
+  readonly id: string;
+  waiting: boolean;
+}
+
+export class History {
+  readonly failures: string[] = [];
+  readonly #issues: Issue[] = [];
+  readonly #byToken = new Map<bigint, Issue>();
+  /** Per node term and key, the queue of acquires as they arrived. */
+  readonly #queues = new Map<string, Queued[]>();
+  /** Per node term: tokens of the replicated table it promoted with. */
+  readonly #inherited = new Map<string, Set<bigint>>();
+  #window: number | undefined;
+  #windows = 0;
+  readonly counts = {
+    grants: 0,
+    timeouts: 0,
+    gaveUp: 0,
+    errors: 0,
+    released: 0,
+    staleReleases: 0,
+    abandonedReleases: 0,
+    lateGrants: 0,
+    windows: 0,
+  };
+  readonly #pending = new Set<string>();
+  #now: () => number;
+
+  constructor(now: () => number) {
+    this.#now = now;
+  }
+
+  fail(what: string): void {
+    if (this.failures.length < 20) this.failures.push(`t=${this.#now().toFixed(1)} ${what}`);
+  }
+
+  /** How many nodes serve right now: two or more open a window (closed when fewer serve again). */
+  serving(count: number): void {
+    if (count >= 2 && this.#window === undefined) {
+      this.#window = ++this.#windows;
+      this.counts.windows += 1;
+    } else if (count < 2) this.#window = undefined;
+  }
+
+  /** `toldEpoch`: the highest epoch that had reached `node` (its own included). */
+  issued(
+    node: string,
+    key: string,
+    token: bigint,
+    id: string | undefined,
+    leaseMs: number,
+    toldEpoch: bigint,
+  ): void {
+    const at = this.#now();
+    const issue: Issue = { at, node, key, token, id, window: this.#window, leaseEndsAt: at + leaseMs };
+    const same = this.#byToken.get(token);
+    if (same) {
+      if (same.key !== key || same.id === undefined || same.id !== id)
+        this.fail(`token ${token} issued twice: ${describe(same)} and ${describe(issue)}`);
+      return; // a replay of the same grant
+    }
+    this.#byToken.set(token, issue);
+    for (const before of this.#issues) {
+      if (before.token < token || tokenEpoch(before.token) > toldEpoch) continue;
+      this.fail(
+        `token went backwards: ${describe(before)}, then ${describe(issue)}, which knew epoch ${toldEpoch}`,
+      );
+    }
+  }
+
+  /** `term` names one node's run as the active: its queue order is checked within it. */
+  queued(term: string, key: string, id: string): void {
+    const queue = this.#queues.get(`${term} ${key}`) ?? [];
+    if (!queue.some((entry) => entry.id === id && entry.waiting)) queue.push({ id, waiting: true });
+    this.#queues.set(`${term} ${key}`, queue);
+  }
+
+  /** A queued acquire left its queue: granted (checked for order), or not. */
+  dequeued(term: string, key: string, id: string, granted: boolean): void {
+    const queue = this.#queues.get(`${term} ${key}`);
+    if (!queue) return;
+    const index = queue.findIndex((entry) => entry.id === id && entry.waiting);
+    if (index < 0) return;
+    if (granted) {
+      const skipped = queue.slice(0, index).filter((entry) => entry.waiting);
+      if (skipped.length > 0)
+        this.fail(
+          `${term}: ${id} granted ${key} before ${skipped.map((e) => e.id).join(", ")}, queued earlier`,
+        );
+    }
+    queue[index]!.waiting = false;
+    while (queue.length > 0 && !queue[0]!.waiting) queue.shift();
+  }
+
+  promoted(term: string, tokens: Set<bigint>): void {
+    this.#inherited.set(term, tokens);
+  }
+
+  /** `node` (in `term`) answered a release of `token` with `R key 0`. */
+  refusedRelease(term: string, key: string, token: bigint): void {
+    const issue = this.#byToken.get(token);
+    if (!issue || !this.#inherited.get(term)?.has(token)) return;
+    if (this.#now() < issue.leaseEndsAt - 1)
+      this.fail(`${term} lost the replicated holder of ${key} (${token}) before its lease ran out`);
+  }
+
+  acquireStarted(client: string, id: string, _key: string): void {
+    this.#pending.add(`${client} ${id}`);
+  }
+
+  acquired(_client: string, _id: string, _key: string, _token: bigint, _node: string): void {
+    this.counts.grants += 1;
+  }
+
+  acquireSettled(client: string, id: string, outcome: string): void {
+    this.#pending.delete(`${client} ${id}`);
+    if (outcome === "timed-out") this.counts.timeouts += 1;
+    else if (outcome === "gave-up") this.counts.gaveUp += 1;
+    else if (outcome.startsWith("error")) {
+      this.counts.errors += 1;
+      this.fail(`${client} ${id}: acquire failed with ${outcome}`);
+    }
+    this.#pending.add(`${client} ${id} release`);
+    if (outcome !== "granted") this.#pending.delete(`${client} ${id} release`);
+  }
+
+  lateGrant(_client: string, _key: string, _token: bigint): void {
+    this.counts.lateGrants += 1;
+  }
+
+  released(client: string, id: string, _key: string, _token: bigint, outcome: string): void {
+    this.#pending.delete(`${client} ${id} release`);
+    if (outcome === "released") this.counts.released += 1;
+    else if (outcome === "stale") this.counts.staleReleases += 1;
+    else if (outcome === "abandoned") this.counts.abandonedReleases += 1;
+    else this.fail(`${client} ${id}: release failed with ${outcome}`);
+  }
+
+  /** Operations that never settled. */
+  unsettled(): string[] {
+    return [...this.#pending];
+  }
+}
+
+function describe(issue: Issue): string {
+  return `${issue.token} by ${issue.node} at ${issue.at.toFixed(1)} for ${issue.id ?? "-"}${issue.window ? ` (window ${issue.window})` : ""}`;
+}

@@ -1,0 +1,369 @@
+import { TimerQueue } from "@lock/deadline-heap";
+import {
+  encodeReply,
+  isDecodeError,
+  isPeerFrame,
+  type PeerFrame,
+  parseRequestLine,
+  type Reply,
+} from "@lock/protocol";
+import { MemoryEpochStore } from "../../epoch/epoch-store.js";
+import { DEFAULT_SERVER_LIMITS } from "../../limits.js";
+import { LockVerbs } from "../../net/lock-verbs.js";
+import { PeerKey } from "../../net/peer-auth.js";
+import { LockNode } from "../../node.js";
+import { Cluster, type ClusterEvents } from "../cluster.js";
+import type { ClusterTiming } from "../membership.js";
+import { MemoryLink } from "../memory-link.js";
+import { PeerSession } from "../peer-session.js";
+import { Replicator } from "../replicator.js";
+import type { Connection, ConnectionEnd, Host, Network } from "./network.js";
+import type { Scheduler } from "./scheduler.js";
+
+/** What the simulator learns from a node as it runs: its replies as they leave, role changes. */
+export interface NodeObserver {
+  /** A grant (or a replayed grant) left this node for a client at `now`. */
+  issued(node: SimNode, key: string, token: bigint, id: string | undefined, leaseMs: number): void;
+  /** An acquire was queued on this node (no immediate answer). */
+  queued(node: SimNode, key: string, id: string): void;
+  /** A queued acquire left the queue: granted, or answered otherwise (T, M, E, connection gone). */
+  dequeued(node: SimNode, key: string, id: string, granted: boolean): void;
+  /** The node answered a release of `token` with `R key 0`. */
+  refusedRelease(node: SimNode, key: string, token: bigint): void;
+  roleChanged(node: SimNode, role: string, reason: string): void;
+  /** A standby now redirects clients to `active` (a snapshot from it, or heartbeats naming it). */
+  following?(node: SimNode, active: string | undefined): void;
+  /** Something that must never happen between honest nodes (a peer link broke the protocol). */
+  violation(node: SimNode, what: string): void;
+}
+
+export interface SimNodeConfig {
+  readonly index: number;
+  readonly peers: readonly string[];
+  readonly timing: ClusterTiming;
+  /** This machine's wall clock minus true time. */
+  readonly skewMs: number;
+  /** The `--max-clock-skew` the node is configured with. */
+  readonly maxClockSkewMs: number;
+  /** The node id in its epochs: its index unless a mutation makes ids collide. */
+  readonly nodeId: number;
+  /** True time (wall-clock ms) at simulated time 0. */
+  readonly wallOrigin: number;
+}
+
+/** A client connection on a node: its lock verbs behind the simulated socket. */
+class ClientSession implements ConnectionEnd {
+  readonly verbs: LockVerbs;
+  #paused = false;
+  readonly #waiting: string[] = [];
+  /** Leases asked by this session's acquires, by id: a grant's lease, for the checker. */
+  readonly #leases = new Map<string, number>();
+  /** Acquires queued on this session, by id, with their key. */
+  readonly #queued = new Map<string, string>();
+  /** Replies sent while a request runs: none for an acquire means it was queued. */
+  #repliesInRun = 0;
+  #releasing: { key: string; token: bigint } | undefined;
+
+  constructor(
+    readonly node: SimNode,
+    readonly connection: Connection,
+  ) {
+    this.verbs = new LockVerbs(
+      { node: node.lock!, limits: DEFAULT_SERVER_LIMITS, version: "sim", connectionCount: () => 0 },
+      (reply) => this.#reply(reply),
+    );
+  }
+
+  #reply(reply: Reply): void {
+    this.#repliesInRun += 1;
+    const { node } = this;
+    const observer = node.observer;
+    if (reply.kind === "A" || reply.kind === "Y") {
+      observer.issued(node, reply.key, reply.token, reply.id, this.#leases.get(reply.id ?? "") ?? 0);
+    }
+    if ((reply.kind === "A" || reply.kind === "T" || reply.kind === "M" || reply.kind === "E") && reply.id) {
+      if (this.#queued.delete(reply.id)) observer.dequeued(node, reply.key, reply.id, reply.kind === "A");
+    }
+    if (reply.kind === "R" && !reply.released && this.#releasing)
+      observer.refusedRelease(node, this.#releasing.key, this.#releasing.token);
+    node.network.send(this.connection, 1, encodeReply(reply));
+  }
+
+  onLine(text: string): void {
+    if (this.#paused) {
+      this.#waiting.push(text);
+      return;
+    }
+    this.node.cluster?.guardStall();
+    for (const line of text.split("\n")) {
+      if (line === "") continue;
+      const request = parseRequestLine(line);
+      if (isDecodeError(request) || isPeerFrame(request) || request.op === "H")
+        throw new Error(`the simulated client sent ${JSON.stringify(line)}`);
+      this.#repliesInRun = 0;
+      this.#releasing = request.op === "R" ? { key: request.key, token: request.token } : undefined;
+      if (request.op === "A" && request.id) this.#leases.set(request.id, request.leaseMs);
+      this.verbs.run(request);
+      this.#releasing = undefined;
+      if (request.op === "A" && request.id && this.#repliesInRun === 0) {
+        this.#queued.set(request.id, request.key);
+        this.node.observer.queued(this.node, request.key, request.id);
+      }
+    }
+    this.node.lock?.afterRequests();
+  }
+
+  onClose(): void {
+    this.node.sessions.delete(this);
+    this.verbs.close();
+    this.withdrawn();
+  }
+
+  /** Its queued acquires are gone with it (closed, or the node was killed). */
+  withdrawn(): void {
+    for (const [id, key] of this.#queued) this.node.observer.dequeued(this.node, key, id, false);
+    this.#queued.clear();
+  }
+
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    this.#paused = false;
+    for (const text of this.#waiting.splice(0)) this.onLine(text);
+  }
+}
+
+/**
+ * One lockd node in the simulator: the real LockNode, Replicator and Cluster on a manual
+ * TimerQueue, peer links over the simulated network (MemoryLink out, PeerSession in), client
+ * sessions running the real LockVerbs. Its epoch store survives a kill (the epoch file is fsynced
+ * before it is used, so no write is lost).
+ */
+export class SimNode implements Host {
+  readonly name: string;
+  readonly store = new MemoryEpochStore();
+  readonly sessions = new Set<ClientSession>();
+  up = false;
+  stalled = false;
+  lock: LockNode | undefined;
+  cluster: Cluster | undefined;
+  timers: TimerQueue | undefined;
+  /** Incarnations: bumped by every start, so a history tells runs of one node apart. */
+  incarnation = 0;
+  /**
+   * The highest epoch any frame this node has processed carried (heartbeats' epoch and highest,
+   * snapshots', `!P`, `!O`), across restarts: the checker's own account of what it was told,
+   * independent of what the node made of it.
+   */
+  toldEpoch = 0n;
+  readonly #deferred: Array<() => void> = [];
+  readonly #peerConnections = new Set<Connection>();
+
+  constructor(
+    readonly config: SimNodeConfig,
+    readonly scheduler: Scheduler,
+    readonly network: Network,
+    readonly observer: NodeObserver,
+  ) {
+    this.name = config.peers[config.index]!;
+  }
+
+  start(): void {
+    const { config, scheduler } = this;
+    this.incarnation += 1;
+    const timers = new TimerQueue(scheduler.clock, { host: "manual" });
+    const replicator = new Replicator(timers);
+    const lock = new LockNode({
+      dataDir: undefined,
+      epochStore: this.store,
+      limits: DEFAULT_SERVER_LIMITS,
+      advertise: this.name,
+      clock: scheduler.clock,
+      timers,
+      journal: replicator,
+      startAs: "standby",
+      nodeId: config.nodeId,
+      maxClockSkewMs: config.maxClockSkewMs,
+      wallNow: () => config.wallOrigin + scheduler.now + config.skewMs,
+    });
+    const events: ClusterEvents = {
+      roleChanged: (role, reason) => this.observer.roleChanged(this, role, reason),
+      following: (active) => this.observer.following?.(this, active),
+      peerRefused: () => {},
+      peerRejected: () => {},
+      peerLinkDropped: (peer, reason) =>
+        this.observer.violation(this, `link with ${peer} dropped: ${reason}`),
+      epochRefused: () => {},
+      stalled: () => {},
+      serving: () => {},
+      peerLiveness: () => {},
+    };
+    const cluster = new Cluster(
+      lock,
+      replicator,
+      {
+        redirectPending: (address) => {
+          for (const session of this.sessions) session.verbs.redirectPending(address);
+        },
+        pauseClients: () => {
+          for (const session of this.sessions) session.pause();
+        },
+        resumeClients: () => {
+          for (const session of this.sessions) session.resume();
+        },
+      },
+      events,
+      {
+        peers: config.peers,
+        advertise: this.name,
+        timing: config.timing,
+        key: new PeerKey(undefined),
+        links: (address, linkEvents) =>
+          new MemoryLink(this.network, this.name, address, linkEvents, {
+            timers,
+            retryMs: config.timing.heartbeatMs,
+          }),
+        handoffTimeoutMs: 2_000,
+      },
+    );
+    this.lock = lock;
+    this.cluster = cluster;
+    this.timers = timers;
+    this.up = true;
+    this.stalled = false;
+    cluster.start();
+  }
+
+  /** kill -9: the process is gone; only the epoch store remains. */
+  kill(): void {
+    if (!this.up) return;
+    this.up = false;
+    this.stalled = false;
+    this.#deferred.length = 0;
+    this.timers?.stop();
+    this.network.resetHost(this.name);
+    for (const session of this.sessions) session.withdrawn();
+    this.sessions.clear();
+    this.#peerConnections.clear();
+    this.lock = undefined;
+    this.cluster = undefined;
+    this.timers = undefined;
+  }
+
+  /**
+   * SIGTERM: a graceful stop as lockd does it: the cluster hands off if it is the active, then
+   * queued acquires get SHUTTING_DOWN and the process exits.
+   */
+  async stop(): Promise<void> {
+    const cluster = this.cluster;
+    if (!this.up || !cluster) return;
+    await cluster.stop();
+    if (this.cluster !== cluster) return;
+    for (const session of this.sessions)
+      session.verbs.failPending("SHUTTING_DOWN", "the server is shutting down");
+    this.kill();
+  }
+
+  /** SIGSTOP: nothing of this node runs; what reaches it waits. */
+  pause(): void {
+    if (this.up) this.stalled = true;
+  }
+
+  /** SIGCONT: what waited runs in arrival order, then its timers catch up. */
+  resume(): void {
+    if (!this.stalled) return;
+    this.stalled = false;
+    for (const work of this.#deferred.splice(0)) {
+      if (!this.up) break;
+      work();
+    }
+  }
+
+  defer(work: () => void): void {
+    if (!this.up) return;
+    if (this.stalled) this.#deferred.push(work);
+    else work();
+  }
+
+  /** When this node's next timer is due, if it runs. */
+  get nextTimerAt(): number | undefined {
+    return this.up && !this.stalled ? this.timers?.nextDeadline : undefined;
+  }
+
+  runTimers(): void {
+    if (this.up && !this.stalled) this.timers?.runDue();
+  }
+
+  get serving(): boolean {
+    return this.up && !this.stalled && this.lock !== undefined && this.lock.serving;
+  }
+
+  /** This node's current run as the active (incarnation and promotion), for per-term checks. */
+  get term(): string {
+    return `${this.name}#${this.incarnation}.${this.cluster?.counters.promotions ?? 0}`;
+  }
+
+  /** The holder table: key → token. */
+  table(): Map<string, bigint> {
+    const table = new Map<string, bigint>();
+    for (const { key, token } of this.lock?.engine.holders() ?? []) table.set(key, token);
+    return table;
+  }
+
+  accept(from: string, connection: Connection): ConnectionEnd | undefined {
+    const lock = this.lock;
+    const cluster = this.cluster;
+    if (!this.up || !lock || !cluster) return undefined;
+    if (this.config.peers.includes(from)) return this.#acceptPeer(from, connection, cluster);
+    const session = new ClientSession(this, connection);
+    this.sessions.add(session);
+    return session;
+  }
+
+  #acceptPeer(from: string, connection: Connection, cluster: Cluster): ConnectionEnd {
+    this.#peerConnections.add(connection);
+    const session = new PeerSession(from, cluster, {
+      send: (line) => this.network.send(connection, 1, line),
+      drop: (message) => {
+        this.network.send(connection, 1, `E ? - PEER_PROTOCOL_ERROR - ${message}\n`);
+        this.network.close(connection, 1);
+      },
+      close: () => this.network.close(connection, 1),
+    });
+    return {
+      onLine: (text) => {
+        this.cluster?.guardStall();
+        for (const line of text.split("\n")) {
+          if (line === "") continue;
+          const frame = parseRequestLine(line);
+          if (isDecodeError(frame) || !isPeerFrame(frame)) {
+            session.refuse(`${JSON.stringify(line)} on a peer link`);
+            continue;
+          }
+          for (const epoch of epochsIn(frame)) if (epoch > this.toldEpoch) this.toldEpoch = epoch;
+          session.receive(frame);
+        }
+        session.flushAcks();
+        this.lock?.afterRequests();
+      },
+      onClose: () => this.#peerConnections.delete(connection),
+    };
+  }
+}
+
+/** The epochs a peer frame tells its receiver of. */
+function epochsIn(frame: PeerFrame): bigint[] {
+  switch (frame.peer) {
+    case "J":
+    case "B":
+      return [frame.epoch, frame.highest];
+    case "S":
+    case "P":
+    case "O":
+      return [frame.epoch];
+    default:
+      return [];
+  }
+}

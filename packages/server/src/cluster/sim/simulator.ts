@@ -1,0 +1,289 @@
+import { DEFAULT_MAX_CLOCK_SKEW_MS } from "../../epoch/epoch-plan.js";
+import { DEFAULT_CLUSTER_TIMING } from "../membership.js";
+import { History } from "./history.js";
+import { describeFault, type Fault, planFaults } from "./nemesis.js";
+import { Network } from "./network.js";
+import { Rng } from "./rng.js";
+import { Scheduler } from "./scheduler.js";
+import { SimClient } from "./sim-client.js";
+import { type NodeObserver, SimNode } from "./sim-node.js";
+
+/** Ways to break the token-epoch rules on purpose: the simulator must then find failures. */
+export type Mutation = "none" | "same-node-id" | "no-skew-margin";
+
+export interface SimOptions {
+  readonly seed: number;
+  readonly nodes?: number;
+  /** Faults the nemesis injects. */
+  readonly steps?: number;
+  readonly clients?: number;
+  readonly mutation?: Mutation;
+  /** A line per notable event (role changes, grants, faults), for reading one run closely. */
+  readonly log?: (line: string) => void;
+}
+
+export interface SimResult {
+  readonly seed: number;
+  readonly ok: boolean;
+  readonly failures: readonly string[];
+  /** The fault schedule, one line per fault, for a human. */
+  readonly schedule: readonly string[];
+  readonly counts: History["counts"];
+  readonly simulatedMs: number;
+  readonly events: number;
+}
+
+/** True time at simulated time 0: some day in 2026 (tokens' rounds count from 2026-01-01). */
+const WALL_ORIGIN = Date.UTC(2026, 5, 1);
+/** After the last fault heals, how long the cluster gets to settle before the final checks. */
+const SETTLE_MS = 4_000;
+/** Clients stop starting operations this long after the heal; they must all settle soon after. */
+const TRAFFIC_AFTER_HEAL_MS = 2_000;
+const DRAIN_LIMIT_MS = 15_000;
+
+/**
+ * Runs one seeded schedule: N real cluster nodes (LockNode, Replicator, Cluster) on one manual
+ * clock, simulated clients that behave like @lock/client, and a nemesis (kills, graceful stops,
+ * stalls, partitions, one-way cuts, delays, connection resets, restarts of every node), then heals
+ * everything and checks the history (history.ts). The same seed gives the same run.
+ */
+export async function simulate(options: SimOptions): Promise<SimResult> {
+  const nodeCount = options.nodes ?? 3;
+  const steps = options.steps ?? 8;
+  const mutation = options.mutation ?? "none";
+  const rng = new Rng(options.seed);
+  const scheduler = new Scheduler();
+  const network = new Network(scheduler, rng.fork());
+  const history = new History(() => scheduler.now);
+  const names = [...Array(nodeCount).keys()].map((i) => `n${i}:7420`);
+  const timing = DEFAULT_CLUSTER_TIMING;
+  const nodes: SimNode[] = [];
+  const countServing = () => nodes.filter((node) => node.serving).length;
+  const log = options.log
+    ? (line: string) => options.log!(`${scheduler.now.toFixed(1).padStart(8)} ${line}`)
+    : undefined;
+  const observer: NodeObserver = {
+    issued: (node, key, token, id, leaseMs) => {
+      log?.(`${node.name} grants ${key} ${token} to ${id}`);
+      history.serving(countServing());
+      const own = node.lock?.epoch ?? 0n;
+      history.issued(node.name, key, token, id, leaseMs, own > node.toldEpoch ? own : node.toldEpoch);
+    },
+    queued: (node, key, id) => history.queued(node.term, key, id),
+    dequeued: (node, key, id, granted) => history.dequeued(node.term, key, id, granted),
+    refusedRelease: (node, key, token) => history.refusedRelease(node.term, key, token),
+    roleChanged: (node, role, reason) => {
+      log?.(`${node.name} ${role}: ${reason} (epoch ${node.lock?.epoch})`);
+      if (role === "active") history.promoted(node.term, new Set(node.table().values()));
+    },
+    following: (node, active) => log?.(`${node.name} follows ${active ?? "nobody"}`),
+    violation: (node, what) => history.fail(`${node.name}: ${what}`),
+  };
+  const skewRng = rng.fork();
+  for (let index = 0; index < nodeCount; index++) {
+    const maxSkew = DEFAULT_MAX_CLOCK_SKEW_MS;
+    const node = new SimNode(
+      {
+        index,
+        peers: names,
+        timing,
+        skewMs: (skewRng.float() * 2 - 1) * maxSkew * 0.9,
+        maxClockSkewMs: mutation === "no-skew-margin" ? 0 : maxSkew,
+        nodeId: mutation === "same-node-id" ? 0 : index,
+        wallOrigin: WALL_ORIGIN,
+      },
+      scheduler,
+      network,
+      observer,
+    );
+    nodes.push(node);
+    network.addHost(node);
+  }
+  const keys = ["k0", "k1", "k2"];
+  const clients = [...Array(options.clients ?? 3).keys()].map(
+    (i) => new SimClient(`c${i}`, names, keys, scheduler, network, rng.fork(), history),
+  );
+  for (const client of clients) network.addHost(client);
+
+  for (const node of nodes) scheduler.at(rng.int(0, 300), () => node.start());
+  for (const client of clients) scheduler.at(rng.int(300, 600), () => client.start());
+  const faults = planFaults(rng.fork(), nodeCount, steps, 1_500);
+  for (const fault of faults) {
+    scheduleFault(fault, nodes, network, scheduler, rng);
+    if (log) scheduler.at(fault.at, () => log(`fault: ${describeFault(fault, names).trim()}`));
+  }
+  const lastEnd = Math.max(1_500, ...faults.map((fault) => fault.at + fault.forMs));
+  const healAt = lastEnd + 100;
+  scheduler.at(healAt, () => {
+    network.healAll();
+    for (const node of nodes) {
+      node.resume();
+      if (!node.up) node.start();
+    }
+  });
+  const drainAt = healAt + TRAFFIC_AFTER_HEAL_MS;
+  scheduler.at(drainAt, () => {
+    for (const client of clients) client.draining = true;
+  });
+
+  let events = 0;
+  let finalCheckAt = Math.max(drainAt, healAt + SETTLE_MS);
+  let mismatches = 0;
+  try {
+    for (;;) {
+      const now = scheduler.now;
+      if (now >= finalCheckAt) {
+        const idle = clients.every((client) => !client.busy);
+        if (idle) {
+          const problem = converged(nodes);
+          if (problem === undefined) break;
+          if (++mismatches >= 5) {
+            history.fail(`after the heal: ${problem}`);
+            break;
+          }
+        } else if (now >= drainAt + DRAIN_LIMIT_MS) {
+          break;
+        }
+        finalCheckAt = now + 100;
+      }
+      let nextNode: SimNode | undefined;
+      let nextAt = scheduler.nextAt ?? Number.POSITIVE_INFINITY;
+      for (const node of nodes) {
+        const at = node.nextTimerAt;
+        if (at !== undefined && at < nextAt) {
+          nextAt = at;
+          nextNode = node;
+        }
+      }
+      if (nextAt === Number.POSITIVE_INFINITY) break;
+      nextAt = Math.min(nextAt, finalCheckAt);
+      if (nextNode && nextAt === nextNode.nextTimerAt) {
+        scheduler.clock.set(Math.max(nextAt, scheduler.now));
+        nextNode.runTimers();
+      } else if (!scheduler.runNext(nextAt)) {
+        scheduler.clock.set(Math.max(nextAt, scheduler.now));
+      }
+      events += 1;
+      history.serving(countServing());
+      // Promise continuations (a handoff waiting for its acknowledgement) run between events, as
+      // they would between two I/O callbacks.
+      for (let hop = 0; hop < 20; hop++) await undefined;
+    }
+  } catch (error) {
+    history.fail(`exception: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  }
+  const unsettled = history.unsettled();
+  if (unsettled.length > 0) history.fail(`operations never settled: ${unsettled.slice(0, 5).join("; ")}`);
+  return {
+    seed: options.seed,
+    ok: history.failures.length === 0,
+    failures: history.failures,
+    schedule: faults.map((fault) => describeFault(fault, names)),
+    counts: history.counts,
+    simulatedMs: Math.round(scheduler.now),
+    events,
+  };
+}
+
+/** Exactly one active, and every standby's table equal to its table; else what is wrong. */
+function converged(nodes: readonly SimNode[]): string | undefined {
+  const actives = nodes.filter((node) => node.up && node.lock?.role === "active");
+  if (actives.length !== 1) return `${actives.length} actives (${actives.map((n) => n.name).join(", ")})`;
+  const active = actives[0]!;
+  const expected = active.table();
+  for (const node of nodes) {
+    if (node === active) continue;
+    const table = node.table();
+    const same =
+      table.size === expected.size && [...expected].every(([key, token]) => table.get(key) === token);
+    if (!same)
+      return `${node.name}'s table ${show(table)} differs from the active ${active.name}'s ${show(expected)}`;
+  }
+  return undefined;
+}
+
+function show(table: Map<string, bigint>): string {
+  return `{${[...table].map(([key, token]) => `${key}=${token}`).join(" ")}}`;
+}
+
+function scheduleFault(
+  fault: Fault,
+  nodes: readonly SimNode[],
+  network: Network,
+  scheduler: Scheduler,
+  rng: Rng,
+): void {
+  const names = nodes.map((node) => node.name);
+  const at = (time: number, run: () => void) => scheduler.at(time, run);
+  const end = fault.at + fault.forMs;
+  switch (fault.kind) {
+    case "kill": {
+      const node = nodes[fault.node]!;
+      at(fault.at, () => node.kill());
+      at(end, () => {
+        if (!node.up) node.start();
+      });
+      return;
+    }
+    case "stop": {
+      const node = nodes[fault.node]!;
+      at(fault.at, () => void node.stop());
+      at(end, () => {
+        if (!node.up) node.start();
+      });
+      return;
+    }
+    case "stall": {
+      const node = nodes[fault.node]!;
+      at(fault.at, () => node.pause());
+      at(end, () => node.resume());
+      return;
+    }
+    case "partition": {
+      const inside = new Set(fault.side);
+      const pairs: Array<[string, string]> = [];
+      for (let a = 0; a < names.length; a++)
+        for (let b = 0; b < names.length; b++)
+          if (inside.has(a) !== inside.has(b)) pairs.push([names[a]!, names[b]!]);
+      at(fault.at, () => {
+        for (const [from, to] of pairs) network.cut(from, to);
+      });
+      at(end, () => {
+        for (const [from, to] of pairs) network.uncut(from, to);
+      });
+      return;
+    }
+    case "one-way": {
+      const from = names[fault.from]!;
+      const to = names[fault.to]!;
+      at(fault.at, () => network.cut(from, to));
+      at(end, () => network.uncut(from, to));
+      return;
+    }
+    case "delay": {
+      const from = names[fault.from]!;
+      const to = names[fault.to]!;
+      at(fault.at, () => network.setDelay(from, to, fault.delayMs));
+      at(end, () => network.setDelay(from, to, 0));
+      return;
+    }
+    case "reset": {
+      const name = names[fault.node]!;
+      at(fault.at, () => {
+        network.resetOne(
+          (c) => c.hosts.includes(name) && names.includes(c.hosts[0]) && names.includes(c.hosts[1]),
+        );
+      });
+      return;
+    }
+    case "restart-all":
+      at(fault.at, () => {
+        for (const node of nodes) node.kill();
+      });
+      at(end, () => {
+        for (const node of nodes) if (!node.up) node.start();
+      });
+      void rng;
+      return;
+  }
+}
