@@ -297,7 +297,7 @@ export class SimNode implements Host {
   }
 
   get serving(): boolean {
-    return this.up && !this.stalled && this.lock !== undefined && this.lock.serving;
+    return this.up && !this.stalled && this.lock?.serving === true;
   }
 
   /** This node's current run as the active (incarnation and promotion), for per-term checks. */
