@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
+import { STATUS_CODES } from "node:http";
+import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import { FenceError, StaleTokenError } from "../errors.js";
 import { fence } from "../fence.js";
@@ -26,10 +27,15 @@ export interface FenceRouteConfig {
   precheck?: boolean;
 }
 
-/** The JSON error body of a refused request. */
+/**
+ * Fastify's usual error body (`statusCode`, `code`, `error`, `message`) plus, for a stale token, the
+ * tokens: what an app's own error handler can answer with, `reply.code(e.statusCode).send(fenceErrorBody(e))`.
+ */
 export interface FenceErrorBody {
   statusCode: number;
   code: string;
+  /** The status's reason phrase, e.g. "Conflict", as Fastify's default handler sets it. */
+  error: string;
   message: string;
   resource?: string;
   /** Bigints as decimal strings: JSON has no u64. */
@@ -57,7 +63,12 @@ declare module "fastify" {
 }
 
 export function fenceErrorBody(error: FenceError): FenceErrorBody {
-  const body: FenceErrorBody = { statusCode: error.statusCode, code: error.code, message: error.message };
+  const body: FenceErrorBody = {
+    statusCode: error.statusCode,
+    code: error.code,
+    error: STATUS_CODES[error.statusCode] ?? "Error",
+    message: error.message,
+  };
   if (error instanceof StaleTokenError) {
     body.resource = error.resource;
     body.presentedToken = error.presentedToken.toString();
@@ -118,25 +129,15 @@ function fenceGuard(
   config: FenceRouteConfig,
 ): preHandlerAsyncHookHandler {
   const precheck = config.precheck ?? true;
-  return async function fenceGuard(request: FastifyRequest, reply: FastifyReply) {
-    let token: bigint;
-    try {
-      token = parseFencingHeader(request.headers[header]);
-    } catch (error) {
-      if (error instanceof FenceError) return reply.code(error.statusCode).send(fenceErrorBody(error));
-      throw error;
-    }
+  // Refusals are thrown, never sent: like any Fastify error they reach the app's error handler (and
+  // onError hooks), and without one Fastify's default handler answers with its usual body.
+  return async function fenceGuard(request: FastifyRequest) {
+    const token = parseFencingHeader(request.headers[header], header);
     const resource = typeof config.resource === "function" ? config.resource(request) : config.resource;
     assertResource(resource); // a bad name is a server bug: 500, also when precheck is off
     request.fencingToken = token;
     request.fenceResource = resource;
-    if (!precheck) return;
-    try {
-      await fence(store, resource, token, () => undefined);
-    } catch (error) {
-      if (error instanceof StaleTokenError) return reply.code(409).send(fenceErrorBody(error));
-      throw error;
-    }
+    if (precheck) await fence(store, resource, token, () => undefined);
   };
 }
 
