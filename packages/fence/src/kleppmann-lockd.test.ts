@@ -72,7 +72,7 @@ describe("Kleppmann's scenario with a real lockd", () => {
       await app.register(fencePlugin, { store: fixture.store });
       app.post<{ Params: { id: string } }>(
         "/orders/:id",
-        { config: { fence: { resource: (request) => `orders:${(request.params as { id: string }).id}` } } },
+        { config: { fence: { resource: (request) => `orders:${request.params.id}` } } },
         async (request) => {
           await request.fenced((tx) =>
             fixture.appendLog(tx as never, request.fenceResource!, request.fencingToken!),

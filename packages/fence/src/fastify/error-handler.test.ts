@@ -17,7 +17,7 @@ async function appOn<Tx>(fixture: ContractFixture<Tx>, app: FastifyInstance): Pr
   for (const precheck of [true, false]) {
     app.put<{ Params: { id: string } }>(
       `/${precheck ? "checked" : "unchecked"}/:id`,
-      { config: { fence: { resource: (request) => request.params.id, precheck } } },
+      { config: { fence: { resource: (request) => `${request.params.id}`, precheck } } },
       async (request) => {
         const { fenceResource, fencingToken } = request;
         await request.fenced((tx: Tx) => fixture.appendLog(tx, fenceResource!, fencingToken!));

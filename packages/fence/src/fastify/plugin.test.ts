@@ -11,7 +11,7 @@ async function appWith(store: FenceStore<unknown>): Promise<FastifyInstance> {
   await app.register(fencePlugin, { store });
   app.put<{ Params: { id: string } }>(
     "/orders/:id",
-    { config: { fence: { resource: (request) => `orders:${(request.params as { id: string }).id}` } } },
+    { config: { fence: { resource: (request) => `orders:${request.params.id}` } } },
     async (request) => ({ token: String(request.fencingToken), resource: request.fenceResource }),
   );
   app.get("/health", async (request) => ({ token: request.fencingToken }));

@@ -6,61 +6,7 @@ import { fence } from "../fence.js";
 import { FENCING_TOKEN_HEADER, parseFencingHeader } from "../headers.js";
 import { assertResource } from "../resource.js";
 import type { FenceStore, FenceWrite } from "../store.js";
-
-export interface FencePluginOptions {
-  /** Where accepted tokens are recorded (any adapter: memory, Postgres, Redis). */
-  store: FenceStore<unknown>;
-  /** The request header that carries the token. Default "fencing-token" (matched case-insensitively). */
-  header?: string;
-}
-
-/** Route opt-in: `{ config: { fence: { resource: (req) => `orders:${req.params.id}` } } }`. */
-export interface FenceRouteConfig {
-  /** The fenced resource, fixed or derived from the request. */
-  resource: string | ((request: FastifyRequest) => string);
-  /**
-   * true (default): the preHandler checks and advances the token, so stale requests are refused before
-   * the handler runs. The handler's own writes are NOT atomic with that check: a newer holder can write
-   * between the preHandler and the handler. Writes that must be safe go through `request.fenced()`.
-   * false: the preHandler only parses the token; `request.fenced()` does the one atomic check.
-   */
-  precheck?: boolean;
-}
-
-/**
- * Fastify's usual error body (`statusCode`, `code`, `error`, `message`) plus, for a stale token, the
- * tokens: what an app's own error handler can answer with, `reply.code(e.statusCode).send(fenceErrorBody(e))`.
- */
-export interface FenceErrorBody {
-  statusCode: number;
-  code: string;
-  /** The status's reason phrase, e.g. "Conflict", as Fastify's default handler sets it. */
-  error: string;
-  message: string;
-  resource?: string;
-  /** Bigints as decimal strings: JSON has no u64. */
-  presentedToken?: string;
-  currentToken?: string;
-}
-
-declare module "fastify" {
-  interface FastifyContextConfig {
-    fence?: FenceRouteConfig;
-  }
-  interface FastifyRequest {
-    /** The accepted token on a fenced route; null elsewhere. */
-    fencingToken: bigint | null;
-    /** The fenced resource on a fenced route; null elsewhere. */
-    fenceResource: string | null;
-    /**
-     * Runs `write` through the plugin's store with this request's resource and token: check, advance
-     * and write atomically (see fence()). Annotate `tx` with your store's transaction type, e.g.
-     * `request.fenced((tx: PostgresFenceTx) => tx.query(...))`. A stale token rejects with
-     * StaleTokenError (statusCode 409). Only on fenced routes.
-     */
-    fenced<Tx = unknown, T = unknown>(write: FenceWrite<Tx, T>): Promise<Awaited<T>>;
-  }
-}
+import type { FenceErrorBody, FencePluginOptions, FenceResourceRequest, FenceRouteConfig } from "./types.js";
 
 export function fenceErrorBody(error: FenceError): FenceErrorBody {
   const body: FenceErrorBody = {
@@ -133,7 +79,11 @@ function fenceGuard(
   // onError hooks), and without one Fastify's default handler answers with its usual body.
   return async function fenceGuard(request: FastifyRequest) {
     const token = parseFencingHeader(request.headers[header], header);
-    const resource = typeof config.resource === "function" ? config.resource(request) : config.resource;
+    // Path params are an object by now: the router has run.
+    const resource =
+      typeof config.resource === "function"
+        ? config.resource(request as FenceResourceRequest)
+        : config.resource;
     assertResource(resource); // a bad name is a server bug: 500, also when precheck is off
     request.fencingToken = token;
     request.fenceResource = resource;
