@@ -8,11 +8,11 @@
 import { LineClient, LockdProcess } from "@lock/testkit";
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fencedAppend } from "./contract/contract.js";
+import { type KleppmannParticipants, runKleppmannScenario, type WriteOutcome } from "./contract/kleppmann.js";
 import fencePlugin from "./fastify/plugin.js";
 import { fencingHeaders } from "./headers.js";
-import { fencedAppend } from "./testing/contract.js";
 import { postgresFixture, redisFixture } from "./testing/fixtures.js";
-import { type KleppmannParticipants, runKleppmannScenario, type WriteOutcome } from "./testing/kleppmann.js";
 import { uniqueName } from "./testing/sandbox.js";
 
 let lockd: LockdProcess;

@@ -5,8 +5,8 @@
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ContractFixture } from "../contract/contract.js";
 import { FenceError, StaleTokenError } from "../errors.js";
-import type { ContractFixture } from "../testing/contract.js";
 import { memoryFixture, postgresFixture, redisFixture } from "../testing/fixtures.js";
 import { uniqueName } from "../testing/sandbox.js";
 import fencePlugin, { fenceErrorBody } from "./plugin.js";

@@ -1,21 +1,12 @@
 /**
- * The README's Fastify example is src/testing/readme/fastify.ts, character for character: `tsc -b`
- * type-checks that file (types.test.ts checks what it infers), and this test runs it against the real
- * Postgres, in a schema of its own, and holds it to the output its comments promise.
+ * The README's Fastify example (src/testing/readme/fastify.ts, which readme.test.ts holds equal to the
+ * README and types.test.ts checks the inferred types of), run against the real Postgres in a schema of
+ * its own, and held to the output its comments promise.
  */
-import { readFile } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { PG_URL, type PgSandbox, pgSandbox } from "../testing/sandbox.js";
 
 const EXAMPLE = new URL("../testing/readme/fastify.ts", import.meta.url);
-
-/** The first ```ts block after `heading` in README.md. */
-async function readmeBlock(heading: string): Promise<string> {
-  const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
-  const section = readme.slice(readme.indexOf(heading));
-  const start = section.indexOf("```ts\n") + "```ts\n".length;
-  return section.slice(start, section.indexOf("\n```", start) + 1);
-}
 
 describe("README: the Fastify example", () => {
   let sandbox: PgSandbox;
@@ -23,10 +14,6 @@ describe("README: the Fastify example", () => {
     sandbox = await pgSandbox(1);
   });
   afterAll(() => sandbox?.close());
-
-  it("is the type-checked file", async () => {
-    expect(await readmeBlock("## Fastify: `@lock/fence/fastify`")).toBe(await readFile(EXAMPLE, "utf8"));
-  });
 
   it("runs, and prints what its comments say", async () => {
     // Everything it creates lands in the sandbox's schema: the example's pool connects with it first

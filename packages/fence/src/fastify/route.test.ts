@@ -5,10 +5,10 @@
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runKleppmannScenario, simulatedGrants, type WriteOutcome } from "../contract/kleppmann.js";
 import { fence } from "../fence.js";
 import { createFenceTable, type PostgresFenceTx, PostgresStore } from "../postgres/index.js";
 import type { FenceStore } from "../store.js";
-import { runKleppmannScenario, simulatedGrants, type WriteOutcome } from "../testing/kleppmann.js";
 import { type PgSandbox, pgSandbox, selectTokens, uniqueName } from "../testing/sandbox.js";
 import { fencingHeaders } from "./index.js";
 import fencePlugin from "./plugin.js";
