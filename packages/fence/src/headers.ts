@@ -17,12 +17,16 @@ export function fencingHeaders(lock: { readonly token: bigint }): { "fencing-tok
  * Parses a header value as Node delivers it. Throws FENCE_MISSING_TOKEN when absent or empty, and
  * FENCE_BAD_TOKEN when malformed or repeated (two tokens on one request are ambiguous).
  */
-export function parseFencingHeader(value: string | readonly string[] | undefined): bigint {
+export function parseFencingHeader(
+  value: string | readonly string[] | undefined,
+  /** The header's name, for the error messages. */
+  name: string = FENCING_TOKEN_HEADER,
+): bigint {
   if (value === undefined || value === "") {
-    throw new FenceError("FENCE_MISSING_TOKEN", `the ${FENCING_TOKEN_HEADER} header is required`);
+    throw new FenceError("FENCE_MISSING_TOKEN", `the ${name} header is required`);
   }
   if (typeof value !== "string") {
-    throw new FenceError("FENCE_BAD_TOKEN", `the ${FENCING_TOKEN_HEADER} header must appear once`);
+    throw new FenceError("FENCE_BAD_TOKEN", `the ${name} header must appear once`);
   }
   return parseToken(value);
 }

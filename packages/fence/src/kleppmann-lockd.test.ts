@@ -8,11 +8,11 @@
 import { LineClient, LockdProcess } from "@lock/testkit";
 import Fastify from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fencedAppend } from "./contract/contract.js";
+import { type KleppmannParticipants, runKleppmannScenario, type WriteOutcome } from "./contract/kleppmann.js";
 import fencePlugin from "./fastify/plugin.js";
 import { fencingHeaders } from "./headers.js";
-import { fencedAppend } from "./testing/contract.js";
 import { postgresFixture, redisFixture } from "./testing/fixtures.js";
-import { type KleppmannParticipants, runKleppmannScenario, type WriteOutcome } from "./testing/kleppmann.js";
 import { uniqueName } from "./testing/sandbox.js";
 
 let lockd: LockdProcess;
@@ -72,7 +72,7 @@ describe("Kleppmann's scenario with a real lockd", () => {
       await app.register(fencePlugin, { store: fixture.store });
       app.post<{ Params: { id: string } }>(
         "/orders/:id",
-        { config: { fence: { resource: (request) => `orders:${(request.params as { id: string }).id}` } } },
+        { config: { fence: { resource: (request) => `orders:${request.params.id}` } } },
         async (request) => {
           await request.fenced((tx) =>
             fixture.appendLog(tx as never, request.fenceResource!, request.fencingToken!),

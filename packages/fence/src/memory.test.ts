@@ -1,10 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { fence } from "./fence.js";
 import { MemoryStore } from "./memory.js";
-import { describeFenceContract } from "./testing/contract.js";
-import { memoryFixture } from "./testing/fixtures.js";
 
-describeFenceContract("memory", memoryFixture);
+// The store contract runs against it in testing/readme/contract.test.ts, through @lock/fence/testing.
 
 describe("MemoryStore", () => {
   it("holds the resource while an async write awaits, so a stale writer cannot slip in", async () => {

@@ -11,7 +11,7 @@ async function appWith(store: FenceStore<unknown>): Promise<FastifyInstance> {
   await app.register(fencePlugin, { store });
   app.put<{ Params: { id: string } }>(
     "/orders/:id",
-    { config: { fence: { resource: (request) => `orders:${(request.params as { id: string }).id}` } } },
+    { config: { fence: { resource: (request) => `orders:${request.params.id}` } } },
     async (request) => ({ token: String(request.fencingToken), resource: request.fenceResource }),
   );
   app.get("/health", async (request) => ({ token: request.fencingToken }));
@@ -40,10 +40,11 @@ describe("fence plugin", () => {
   it("answers 400 FENCE_MISSING_TOKEN without the header", async () => {
     const response = await put("2");
     expect(response.statusCode).toBe(400);
-    expect(response.json()).toMatchObject({
+    expect(response.json()).toEqual({
       statusCode: 400,
       code: "FENCE_MISSING_TOKEN",
-      message: /fencing-token/,
+      error: "Bad Request",
+      message: "the fencing-token header is required",
     });
   });
 
@@ -55,17 +56,16 @@ describe("fence plugin", () => {
     });
   }
 
-  it("answers 409 FENCE_STALE_TOKEN with the tokens as decimal strings", async () => {
+  it("answers 409 FENCE_STALE_TOKEN with Fastify's usual error body, the tokens in the message", async () => {
     await put("4", { "fencing-token": "9007199254740993" });
     const response = await put("4", { "fencing-token": "9007199254740992" });
     expect(response.statusCode).toBe(409);
     expect(response.json()).toEqual({
       statusCode: 409,
       code: "FENCE_STALE_TOKEN",
-      message: expect.stringContaining("stale"),
-      resource: "orders:4",
-      presentedToken: "9007199254740992",
-      currentToken: "9007199254740993",
+      error: "Conflict",
+      message:
+        'stale fencing token for "orders:4": presented 9007199254740992, the resource already accepted 9007199254740993',
     });
   });
 
@@ -85,7 +85,10 @@ describe("fence plugin", () => {
     const stale = await send(2n ** 63n - 1n);
     expect(stale.status).toBe(409);
     expect(stale.headers.get("content-type")).toMatch(/application\/json/);
-    expect(await stale.json()).toMatchObject({ code: "FENCE_STALE_TOKEN", currentToken: String(2n ** 63n) });
+    expect(await stale.json()).toMatchObject({
+      code: "FENCE_STALE_TOKEN",
+      message: /accepted 9223372036854775808$/,
+    });
     const missing = await fetch(`${address}/orders/socket`, { method: "PUT" });
     expect(missing.status).toBe(400);
     expect(await missing.json()).toMatchObject({ code: "FENCE_MISSING_TOKEN" });
@@ -158,6 +161,11 @@ describe("fence plugin registration", () => {
     app.post("/plain", async (request) => request.fenced(() => "never"));
     const fenced = await app.inject({ method: "POST", url: "/doc", headers: { "x-lock-token": "12" } });
     expect(fenced.body).toBe("12");
+    const missing = await app.inject({ method: "POST", url: "/doc", headers: { "fencing-token": "12" } });
+    expect(missing.json()).toMatchObject({
+      code: "FENCE_MISSING_TOKEN",
+      message: "the x-lock-token header is required",
+    });
     const plain = await app.inject({ method: "POST", url: "/plain" });
     expect(plain.statusCode).toBe(500);
     expect(plain.json()).toMatchObject({ code: "FENCE_BAD_OPTIONS" });

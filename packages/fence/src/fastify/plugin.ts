@@ -1,63 +1,20 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
+import { STATUS_CODES } from "node:http";
+import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import fp from "fastify-plugin";
 import { FenceError, StaleTokenError } from "../errors.js";
 import { fence } from "../fence.js";
 import { FENCING_TOKEN_HEADER, parseFencingHeader } from "../headers.js";
 import { assertResource } from "../resource.js";
 import type { FenceStore, FenceWrite } from "../store.js";
-
-export interface FencePluginOptions {
-  /** Where accepted tokens are recorded (any adapter: memory, Postgres, Redis). */
-  store: FenceStore<unknown>;
-  /** The request header that carries the token. Default "fencing-token" (matched case-insensitively). */
-  header?: string;
-}
-
-/** Route opt-in: `{ config: { fence: { resource: (req) => `orders:${req.params.id}` } } }`. */
-export interface FenceRouteConfig {
-  /** The fenced resource, fixed or derived from the request. */
-  resource: string | ((request: FastifyRequest) => string);
-  /**
-   * true (default): the preHandler checks and advances the token, so stale requests are refused before
-   * the handler runs. The handler's own writes are NOT atomic with that check: a newer holder can write
-   * between the preHandler and the handler. Writes that must be safe go through `request.fenced()`.
-   * false: the preHandler only parses the token; `request.fenced()` does the one atomic check.
-   */
-  precheck?: boolean;
-}
-
-/** The JSON error body of a refused request. */
-export interface FenceErrorBody {
-  statusCode: number;
-  code: string;
-  message: string;
-  resource?: string;
-  /** Bigints as decimal strings: JSON has no u64. */
-  presentedToken?: string;
-  currentToken?: string;
-}
-
-declare module "fastify" {
-  interface FastifyContextConfig {
-    fence?: FenceRouteConfig;
-  }
-  interface FastifyRequest {
-    /** The accepted token on a fenced route; null elsewhere. */
-    fencingToken: bigint | null;
-    /** The fenced resource on a fenced route; null elsewhere. */
-    fenceResource: string | null;
-    /**
-     * Runs `write` through the plugin's store with this request's resource and token: check, advance
-     * and write atomically (see fence()). Annotate `tx` with your store's transaction type, e.g.
-     * `request.fenced((tx: PostgresFenceTx) => tx.query(...))`. A stale token rejects with
-     * StaleTokenError (statusCode 409). Only on fenced routes.
-     */
-    fenced<Tx = unknown, T = unknown>(write: FenceWrite<Tx, T>): Promise<Awaited<T>>;
-  }
-}
+import type { FenceErrorBody, FencePluginOptions, FenceResourceRequest, FenceRouteConfig } from "./types.js";
 
 export function fenceErrorBody(error: FenceError): FenceErrorBody {
-  const body: FenceErrorBody = { statusCode: error.statusCode, code: error.code, message: error.message };
+  const body: FenceErrorBody = {
+    statusCode: error.statusCode,
+    code: error.code,
+    error: STATUS_CODES[error.statusCode] ?? "Error",
+    message: error.message,
+  };
   if (error instanceof StaleTokenError) {
     body.resource = error.resource;
     body.presentedToken = error.presentedToken.toString();
@@ -118,25 +75,19 @@ function fenceGuard(
   config: FenceRouteConfig,
 ): preHandlerAsyncHookHandler {
   const precheck = config.precheck ?? true;
-  return async function fenceGuard(request: FastifyRequest, reply: FastifyReply) {
-    let token: bigint;
-    try {
-      token = parseFencingHeader(request.headers[header]);
-    } catch (error) {
-      if (error instanceof FenceError) return reply.code(error.statusCode).send(fenceErrorBody(error));
-      throw error;
-    }
-    const resource = typeof config.resource === "function" ? config.resource(request) : config.resource;
+  // Refusals are thrown, never sent: like any Fastify error they reach the app's error handler (and
+  // onError hooks), and without one Fastify's default handler answers with its usual body.
+  return async function fenceGuard(request: FastifyRequest) {
+    const token = parseFencingHeader(request.headers[header], header);
+    // Path params are an object by now: the router has run.
+    const resource =
+      typeof config.resource === "function"
+        ? config.resource(request as FenceResourceRequest)
+        : config.resource;
     assertResource(resource); // a bad name is a server bug: 500, also when precheck is off
     request.fencingToken = token;
     request.fenceResource = resource;
-    if (!precheck) return;
-    try {
-      await fence(store, resource, token, () => undefined);
-    } catch (error) {
-      if (error instanceof StaleTokenError) return reply.code(409).send(fenceErrorBody(error));
-      throw error;
-    }
+    if (precheck) await fence(store, resource, token, () => undefined);
   };
 }
 

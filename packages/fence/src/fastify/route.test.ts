@@ -5,13 +5,14 @@
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runKleppmannScenario, simulatedGrants, type WriteOutcome } from "../contract/kleppmann.js";
 import { fence } from "../fence.js";
 import { createFenceTable, type PostgresFenceTx, PostgresStore } from "../postgres/index.js";
 import type { FenceStore } from "../store.js";
-import { runKleppmannScenario, simulatedGrants, type WriteOutcome } from "../testing/kleppmann.js";
 import { type PgSandbox, pgSandbox, selectTokens, uniqueName } from "../testing/sandbox.js";
 import { fencingHeaders } from "./index.js";
-import fencePlugin, { type FenceRouteConfig } from "./plugin.js";
+import fencePlugin from "./plugin.js";
+import type { FenceRouteConfig } from "./types.js";
 
 describe("fenced route writing to Postgres", () => {
   let sandbox: PgSandbox;
@@ -29,7 +30,7 @@ describe("fenced route writing to Postgres", () => {
       {
         config: {
           fence: {
-            resource: (request) => `accounts:${(request.params as { id: string }).id}`,
+            resource: (request) => `accounts:${request.params.id}`,
             ...fenceConfig,
           },
         },

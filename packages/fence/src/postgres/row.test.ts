@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compareBigints } from "../contract/contract.js";
+import { outcomeOf, runKleppmannScenario, simulatedGrants } from "../contract/kleppmann.js";
+import { BOUNDARY_TOKENS, shuffled } from "../contract/tokens.js";
 import { StaleTokenError } from "../errors.js";
-import { compareBigints } from "../testing/contract.js";
-import { outcomeOf, runKleppmannScenario, simulatedGrants } from "../testing/kleppmann.js";
 import { type PgSandbox, pgSandbox, selectTokens } from "../testing/sandbox.js";
-import { BOUNDARY_TOKENS, shuffled } from "../testing/tokens.js";
 import { fenceColumnSql, fenceRow } from "./index.js";
 
 describe("fenceRow(): a fence column on the protected row", () => {

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describeFenceContract, MALFORMED_RESOURCES, MALFORMED_TOKENS } from "../contract/contract.js";
 import { fence } from "../fence.js";
-import { describeFenceContract, MALFORMED_RESOURCES, MALFORMED_TOKENS } from "../testing/contract.js";
 import { postgresFixture } from "../testing/fixtures.js";
 import { PG_URL, type PgSandbox, pgSandbox, selectTokens, uniqueName } from "../testing/sandbox.js";
 import { createFenceTable, PostgresStore } from "./index.js";

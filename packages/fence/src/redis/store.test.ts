@@ -1,8 +1,8 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describeFenceContract, MALFORMED_RESOURCES, MALFORMED_TOKENS } from "../contract/contract.js";
 import { StaleTokenError } from "../errors.js";
 import { fence } from "../fence.js";
-import { describeFenceContract, MALFORMED_RESOURCES, MALFORMED_TOKENS } from "../testing/contract.js";
 import { redisFixture } from "../testing/fixtures.js";
 import { REDIS_URL, type RedisSandbox, redisSandbox, uniqueName } from "../testing/sandbox.js";
 import { LuaScript, type RedisFenceClient, type RedisFenceTx, RedisStore } from "./index.js";

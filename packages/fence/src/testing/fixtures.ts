@@ -1,8 +1,9 @@
 /** ContractFixture for each adapter, on the real servers of sandbox.ts. */
+
+import type { ContractFixture } from "../contract/contract.js";
 import { type MemoryFenceTx, MemoryStore } from "../memory.js";
 import { createFenceTable, type PostgresFenceTx, PostgresStore } from "../postgres/index.js";
 import { type RedisFenceTx, RedisStore } from "../redis/index.js";
-import type { ContractFixture } from "./contract.js";
 import { pgSandbox, redisSandbox, selectTokens } from "./sandbox.js";
 
 const RACERS = 4;

@@ -3,16 +3,14 @@
  * Other runs use the same servers, so everything a test creates lives under that name and is dropped
  * on close. A missing server fails the test (connect errors propagate); nothing is skipped.
  */
-import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import pg from "pg";
+import { uniqueName } from "../contract/unique-name.js";
 
 export const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
-export function uniqueName(prefix: string): string {
-  return `${prefix}_${randomBytes(6).toString("hex")}`;
-}
+export { uniqueName } from "../contract/unique-name.js";
 
 export interface PgSandbox {
   pool: pg.Pool;

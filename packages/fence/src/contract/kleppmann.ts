@@ -42,7 +42,7 @@ export async function outcomeOf(write: Promise<unknown>): Promise<WriteOutcome> 
   }
 }
 
-/** Stands in for lockd until the real one can be started in tests: increasing tokens from `first`. */
+/** Stands in for a lock server: each call grants the next token, starting at `first`. */
 export function simulatedGrants(first: bigint): () => Promise<bigint> {
   let next = first;
   return async () => next++;

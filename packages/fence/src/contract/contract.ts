@@ -2,6 +2,7 @@
  * The behaviour every FenceStore owes its users, as one suite each adapter's test file runs against
  * real servers: the Kleppmann scenario, stale refusal, rollback of a throwing write, u64 boundaries,
  * a property over the whole range, and a race of parallel writers checked on the applied sequence.
+ * Shipped as `@lock/fence/testing` for authors of other stores.
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -16,19 +17,29 @@ import {
   simulatedGrants,
   type WriteOutcome,
 } from "./kleppmann.js";
-import { uniqueName } from "./sandbox.js";
 import { BOUNDARY_TOKENS, shuffled, tokenPairs } from "./tokens.js";
+import { uniqueName } from "./unique-name.js";
 
+/** What describeFenceContract() needs to test a store: the store, its racers and a log to write to. */
 export interface ContractFixture<Tx> {
+  /** The store under test. Every resource the suite uses is a fresh random name. */
   store: FenceStore<Tx>;
-  /** Stores on separate connections, racing each other. */
+  /**
+   * Stores for the same data on separate connections (or `store` itself, repeated, for a store without
+   * connections), racing each other: a few, such as 4.
+   */
   racers: readonly FenceStore<Tx>[];
-  /** The fenced write the suite uses: append `token` to the resource's applied log, through `tx`. */
+  /**
+   * The fenced write the suite uses: append `token` to the resource's applied log, through `tx`, so
+   * that it takes effect exactly when the store applies the write (or, like Redis commands, returns a
+   * promise of it).
+   */
   appendLog(tx: Tx, resource: string, token: bigint): unknown;
   /** The resource's applied log, in the order the writes took effect. */
   readLog(resource: string): Promise<bigint[]>;
   /** Whether the effects of a write that throws are undone (the memory store cannot undo them). */
   undoesWrites: boolean;
+  /** Called once after the suite: close connections, drop what setup created. */
   close(): Promise<void>;
 }
 
@@ -74,6 +85,10 @@ export const MALFORMED_TOKENS: readonly unknown[] = [
 
 export const MALFORMED_RESOURCES: readonly unknown[] = ["", "x".repeat(513), "a\u0000b", 42, undefined];
 
+/**
+ * Declares the suite, as a vitest `describe` named after `name`: call it at the top level of a test
+ * file. `setup` runs once, in `beforeAll`, and the fixture's `close()` in `afterAll`.
+ */
 export function describeFenceContract<Tx>(name: string, setup: () => Promise<ContractFixture<Tx>>): void {
   describe(`${name}: the FenceStore contract`, () => {
     let fixture: ContractFixture<Tx>;
