@@ -1,15 +1,13 @@
-import { DEFAULT_MAX_CLOCK_SKEW_MS } from "../../epoch/epoch-plan.js";
-import { DEFAULT_CLUSTER_TIMING } from "../membership.js";
 import { History } from "./history.js";
 import { describeFault, type Fault, planFaults } from "./nemesis.js";
-import { Network } from "./network.js";
-import { Rng } from "./rng.js";
-import { Scheduler } from "./scheduler.js";
+import type { Network } from "./network.js";
+import type { Rng } from "./rng.js";
+import type { Scheduler } from "./scheduler.js";
 import { SimClient } from "./sim-client.js";
-import { type NodeObserver, SimNode } from "./sim-node.js";
+import type { NodeObserver, SimNode } from "./sim-node.js";
+import { type Mutation, SimWorld } from "./world.js";
 
-/** Ways to break the token-epoch rules on purpose: the simulator must then find failures. */
-export type Mutation = "none" | "same-node-id" | "no-skew-margin";
+export type { Mutation } from "./world.js";
 
 export interface SimOptions {
   readonly seed: number;
@@ -33,8 +31,6 @@ export interface SimResult {
   readonly events: number;
 }
 
-/** True time at simulated time 0: some day in 2026 (tokens' rounds count from 2026-01-01). */
-const WALL_ORIGIN = Date.UTC(2026, 5, 1);
 /** After the last fault heals, how long the cluster gets to settle before the final checks. */
 const SETTLE_MS = 4_000;
 /** Clients stop starting operations this long after the heal; they must all settle soon after. */
@@ -48,24 +44,17 @@ const DRAIN_LIMIT_MS = 15_000;
  * everything and checks the history (history.ts). The same seed gives the same run.
  */
 export async function simulate(options: SimOptions): Promise<SimResult> {
-  const nodeCount = options.nodes ?? 3;
   const steps = options.steps ?? 8;
-  const mutation = options.mutation ?? "none";
-  const rng = new Rng(options.seed);
-  const scheduler = new Scheduler();
-  const network = new Network(scheduler, rng.fork());
-  const history = new History(() => scheduler.now);
-  const names = [...Array(nodeCount).keys()].map((i) => `n${i}:7420`);
-  const timing = DEFAULT_CLUSTER_TIMING;
-  const nodes: SimNode[] = [];
-  const countServing = () => nodes.filter((node) => node.serving).length;
+  let world: SimWorld | undefined;
+  const now = () => world?.now ?? 0;
+  const history = new History(now);
   const log = options.log
-    ? (line: string) => options.log!(`${scheduler.now.toFixed(1).padStart(8)} ${line}`)
+    ? (line: string) => options.log!(`${now().toFixed(1).padStart(8)} ${line}`)
     : undefined;
   const observer: NodeObserver = {
     issued: (node, key, token, id, leaseMs) => {
       log?.(`${node.name} grants ${key} ${token} to ${id}`);
-      history.serving(countServing());
+      history.serving(world!.servingCount);
       const own = node.lock?.epoch ?? 0n;
       history.issued(node.name, key, token, id, leaseMs, own > node.toldEpoch ? own : node.toldEpoch);
     },
@@ -79,26 +68,13 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     following: (node, active) => log?.(`${node.name} follows ${active ?? "nobody"}`),
     violation: (node, what) => history.fail(`${node.name}: ${what}`),
   };
-  const skewRng = rng.fork();
-  for (let index = 0; index < nodeCount; index++) {
-    const maxSkew = DEFAULT_MAX_CLOCK_SKEW_MS;
-    const node = new SimNode(
-      {
-        index,
-        peers: names,
-        timing,
-        skewMs: (skewRng.float() * 2 - 1) * maxSkew * 0.9,
-        maxClockSkewMs: mutation === "no-skew-margin" ? 0 : maxSkew,
-        nodeId: mutation === "same-node-id" ? 0 : index,
-        wallOrigin: WALL_ORIGIN,
-      },
-      scheduler,
-      network,
-      observer,
-    );
-    nodes.push(node);
-    network.addHost(node);
-  }
+  world = new SimWorld({
+    seed: options.seed,
+    nodes: options.nodes ?? 3,
+    observer,
+    ...(options.mutation ? { mutation: options.mutation } : {}),
+  });
+  const { rng, scheduler, network, nodes, names } = world;
   const keys = ["k0", "k1", "k2"];
   const clients = [...Array(options.clients ?? 3).keys()].map(
     (i) => new SimClient(`c${i}`, names, keys, scheduler, network, rng.fork(), history),
@@ -107,7 +83,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
 
   for (const node of nodes) scheduler.at(rng.int(0, 300), () => node.start());
   for (const client of clients) scheduler.at(rng.int(300, 600), () => client.start());
-  const faults = planFaults(rng.fork(), nodeCount, steps, 1_500);
+  const faults = planFaults(rng.fork(), nodes.length, steps, 1_500);
   for (const fault of faults) {
     scheduleFault(fault, nodes, network, scheduler, rng);
     if (log) scheduler.at(fault.at, () => log(`fault: ${describeFault(fault, names).trim()}`));
@@ -126,48 +102,22 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     for (const client of clients) client.draining = true;
   });
 
-  let events = 0;
   let finalCheckAt = Math.max(drainAt, healAt + SETTLE_MS);
   let mismatches = 0;
+  const serving = () => history.serving(world.servingCount);
   try {
     for (;;) {
-      const now = scheduler.now;
-      if (now >= finalCheckAt) {
-        const idle = clients.every((client) => !client.busy);
-        if (idle) {
-          const problem = converged(nodes);
-          if (problem === undefined) break;
-          if (++mismatches >= 5) {
-            history.fail(`after the heal: ${problem}`);
-            break;
-          }
-        } else if (now >= drainAt + DRAIN_LIMIT_MS) {
+      await world.runUntil(finalCheckAt, undefined, serving);
+      const idle = clients.every((client) => !client.busy);
+      if (idle) {
+        const problem = converged(nodes);
+        if (problem === undefined) break;
+        if (++mismatches >= 5) {
+          history.fail(`after the heal: ${problem}`);
           break;
         }
-        finalCheckAt = now + 100;
-      }
-      let nextNode: SimNode | undefined;
-      let nextAt = scheduler.nextAt ?? Number.POSITIVE_INFINITY;
-      for (const node of nodes) {
-        const at = node.nextTimerAt;
-        if (at !== undefined && at < nextAt) {
-          nextAt = at;
-          nextNode = node;
-        }
-      }
-      if (nextAt === Number.POSITIVE_INFINITY) break;
-      nextAt = Math.min(nextAt, finalCheckAt);
-      if (nextNode && nextAt === nextNode.nextTimerAt) {
-        scheduler.clock.set(Math.max(nextAt, scheduler.now));
-        nextNode.runTimers();
-      } else if (!scheduler.runNext(nextAt)) {
-        scheduler.clock.set(Math.max(nextAt, scheduler.now));
-      }
-      events += 1;
-      history.serving(countServing());
-      // Promise continuations (a handoff waiting for its acknowledgement) run between events, as
-      // they would between two I/O callbacks.
-      for (let hop = 0; hop < 20; hop++) await undefined;
+      } else if (world.now >= drainAt + DRAIN_LIMIT_MS) break;
+      finalCheckAt = world.now + 100;
     }
   } catch (error) {
     history.fail(`exception: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
@@ -180,8 +130,8 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     failures: history.failures,
     schedule: faults.map((fault) => describeFault(fault, names)),
     counts: history.counts,
-    simulatedMs: Math.round(scheduler.now),
-    events,
+    simulatedMs: Math.round(world.now),
+    events: world.events,
   };
 }
 
