@@ -104,10 +104,9 @@ export class Network {
       connection.ends[1] = accepted;
       connection.ends[0] = end;
       this.#connections.add(connection);
+      // Reset before the dialler heard it was accepted: to the dialler, a failed dial.
       this.#scheduler.after(this.#latency(to, from), () =>
-        this.host(from).defer(() => {
-          if (connection.open) opened(connection);
-        }),
+        this.host(from).defer(() => (connection.open ? opened(connection) : failed())),
       );
     });
   }
