@@ -14,6 +14,8 @@ export interface Host {
   readonly up: boolean;
   /** Stopped (SIGSTOP): what reaches it waits until it runs again. */
   readonly stalled: boolean;
+  /** Bumped by every start of its process: connections of an earlier process never reach it. */
+  readonly generation: number;
   /** Runs `work` now, or once the host resumes if it is stalled. */
   defer(work: () => void): void;
   /** An incoming connection from `from`: the host's end of it, or undefined to refuse. */
@@ -43,6 +45,8 @@ export class Connection {
   open = true;
   /** Lines towards this side are dropped: its process closed the connection. */
   readonly gone: [boolean, boolean] = [false, false];
+  /** The process generation of each side's host when it joined the connection. */
+  readonly generations: [number, number] = [-1, -1];
 
   constructor(
     readonly id: number,
@@ -63,6 +67,8 @@ export class Network {
   /** Cut paths, as "from>to", with how many faults cut each (they overlap). */
   readonly #cuts = new Map<string, number>();
   readonly #extraDelay = new Map<string, number>();
+  /** Dials on their way: a host killed meanwhile takes its dials with it. */
+  readonly #dialing = new Set<{ readonly from: string; readonly to: string; dead: boolean }>();
   #ids = 0;
 
   constructor(scheduler: Scheduler, rng: Rng) {
@@ -89,25 +95,41 @@ export class Network {
     failed: () => void,
   ): void {
     const connection = new Connection(this.#ids++, [from, to]);
+    connection.generations[0] = this.host(from).generation;
+    const attempt = { from, to, dead: false };
+    this.#dialing.add(attempt);
     const there = this.#latency(from, to);
     this.#scheduler.after(there, () => {
       const target = this.#hosts.get(to);
+      if (attempt.dead) {
+        this.#dialing.delete(attempt);
+        return;
+      }
       if (!target?.up || this.isCut(from, to) || target.stalled) {
+        this.#dialing.delete(attempt);
         this.#scheduler.after(this.#latency(to, from), () => this.host(from).defer(failed));
         return;
       }
+      connection.generations[1] = target.generation;
       const accepted = target.accept(from, connection);
       if (!accepted) {
+        this.#dialing.delete(attempt);
         this.#scheduler.after(this.#latency(to, from), () => this.host(from).defer(failed));
         return;
       }
       connection.ends[1] = accepted;
       connection.ends[0] = end;
       this.#connections.add(connection);
-      // Reset before the dialler heard it was accepted: to the dialler, a failed dial.
-      this.#scheduler.after(this.#latency(to, from), () =>
-        this.host(from).defer(() => (connection.open ? opened(connection) : failed())),
-      );
+      // Reset before the dialler heard it was accepted: to the dialler, a failed dial. A dialler
+      // killed meanwhile never hears of it; the acceptor sees the connection close.
+      this.#scheduler.after(this.#latency(to, from), () => {
+        this.#dialing.delete(attempt);
+        if (attempt.dead) {
+          this.close(connection, 0);
+          return;
+        }
+        this.#defer(connection, 0, () => (connection.open ? opened(connection) : failed()));
+      });
     });
   }
 
@@ -129,9 +151,10 @@ export class Network {
    * Lines held by a cut are lost with the connection.
    */
   close(connection: Connection, side: Side): void {
+    // Closed from the other side already: this side's process is gone too, and receives nothing.
+    connection.gone[side] = true;
     if (!connection.open) return;
     connection.open = false;
-    connection.gone[side] = true;
     this.#connections.delete(connection);
     const other: Side = side === 0 ? 1 : 0;
     const end = connection.ends[other];
@@ -144,7 +167,7 @@ export class Network {
     );
     direction.lastAt = at;
     this.#scheduler.at(at, () =>
-      this.host(otherHost).defer(() => {
+      this.#defer(connection, other, () => {
         if (connection.gone[other]) return;
         connection.gone[other] = true;
         end?.onClose();
@@ -154,6 +177,8 @@ export class Network {
 
   /** Every open connection of `host` is reset (it was killed): the other sides see them close. */
   resetHost(host: string): void {
+    for (const attempt of this.#dialing)
+      if (attempt.from === host || attempt.to === host) attempt.dead = true;
     for (const connection of [...this.#connections]) {
       const side = connection.hosts.indexOf(host);
       if (side >= 0) this.close(connection, side as Side);
@@ -176,7 +201,7 @@ export class Network {
       const host = connection.hosts[side];
       const end = connection.ends[side];
       this.#scheduler.after(this.#latency(connection.hosts[side === 0 ? 1 : 0], host), () =>
-        this.host(host).defer(() => end?.onClose()),
+        this.#defer(connection, side, () => end?.onClose()),
       );
     }
     return connection;
@@ -234,9 +259,18 @@ export class Network {
     direction.lastAt = at;
     this.#scheduler.at(at, () => {
       if (connection.gone[toSide]) return;
-      this.host(to).defer(() => {
+      this.#defer(connection, toSide, () => {
         if (!connection.gone[toSide]) connection.ends[toSide]?.onLine(line);
       });
+    });
+  }
+
+  /** Runs `work` on `side`'s host, unless that host's process is no longer the one that joined. */
+  #defer(connection: Connection, side: Side, work: () => void): void {
+    const host = this.host(connection.hosts[side]);
+    if (host.generation !== connection.generations[side]) return;
+    host.defer(() => {
+      if (host.generation === connection.generations[side]) work();
     });
   }
 

@@ -53,6 +53,7 @@ interface ReleaseOp {
 export class SimClient implements Host {
   readonly up = true;
   readonly stalled = false;
+  readonly generation = 0;
   readonly #slots: Slot[];
   #preferred: string | undefined;
   #cursor = 0;

@@ -152,6 +152,10 @@ export class SimNode implements Host {
   timers: TimerQueue | undefined;
   /** Incarnations: bumped by every start, so a history tells runs of one node apart. */
   incarnation = 0;
+
+  get generation(): number {
+    return this.incarnation;
+  }
   /**
    * The highest epoch any frame this node has processed carried (heartbeats' epoch and highest,
    * snapshots', `!P`, `!O`), across restarts: the checker's own account of what it was told,

@@ -115,7 +115,9 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
         if (++mismatches >= 5) {
           history.fail(`after the heal: ${problem}`);
           for (const node of nodes)
-            log?.(`${node.name} sees ${JSON.stringify(node.cluster?.peerStatus().map((p) => [p.address, p.role, p.live, p.linkConnected]))}`);
+            log?.(
+              `${node.name} sees ${JSON.stringify(node.cluster?.peerStatus().map((p) => [p.address, p.role, p.live, p.linkConnected]))}`,
+            );
           break;
         }
       } else if (world.now >= drainAt + DRAIN_LIMIT_MS) break;

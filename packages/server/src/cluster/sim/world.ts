@@ -166,6 +166,7 @@ export async function connectScripted(
       name: client,
       up: true,
       stalled: false,
+      generation: 0,
       defer: (work) => work(),
       accept: () => undefined,
     });
