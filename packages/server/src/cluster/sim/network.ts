@@ -67,7 +67,7 @@ export class Network {
   /** Cut paths, as "from>to", with how many faults cut each (they overlap). */
   readonly #cuts = new Map<string, number>();
   readonly #extraDelay = new Map<string, number>();
-  /** Dials on their way: a host killed meanwhile takes its dials with it. */
+  /** Dials on their way: a host killed meanwhile takes the dials it made with it. */
   readonly #dialing = new Set<{ readonly from: string; readonly to: string; dead: boolean }>();
   #ids = 0;
 
@@ -177,8 +177,8 @@ export class Network {
 
   /** Every open connection of `host` is reset (it was killed): the other sides see them close. */
   resetHost(host: string): void {
-    for (const attempt of this.#dialing)
-      if (attempt.from === host || attempt.to === host) attempt.dead = true;
+    // Its own dials die with it; dials to it find it down (or restarted) when they arrive.
+    for (const attempt of this.#dialing) if (attempt.from === host) attempt.dead = true;
     for (const connection of [...this.#connections]) {
       const side = connection.hosts.indexOf(host);
       if (side >= 0) this.close(connection, side as Side);
