@@ -10,6 +10,8 @@ export type ReadFile = (path: string) => Buffer;
 export interface Settings {
   /** For `new LockClient(…)` and the `I` probes. `servers` is [] when none was given. */
   readonly client: LockClientOptions;
+  /** The TLS options in `client`, for connections lock opens itself (the `I` probes). */
+  readonly tls: ConnectionOptions | undefined;
   /** True when neither --servers nor LOCK_SERVERS was given (lock run then uses 127.0.0.1:7420). */
   readonly serversDefaulted: boolean;
   readonly admin: readonly string[];
@@ -43,6 +45,7 @@ export function loadSettings(flags: ConnectionFlags, readFile: ReadFile): Settin
       ...(authToken !== undefined ? { authToken } : {}),
       ...(tls !== undefined ? { tls } : {}),
     },
+    tls,
     serversDefaulted,
     admin: flags.admin,
     adminToken,

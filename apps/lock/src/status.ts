@@ -35,7 +35,7 @@ export async function showStatus(command: StatusCommand, settings: Settings, io:
           ? undefined
           : probeInfo(lockAddress, {
               authToken: settings.client.authToken,
-              tls: settings.client.tls === true ? {} : settings.client.tls || undefined,
+              tls: settings.tls,
               timeoutMs: settings.timeoutMs,
             }).then(
               (fields) => ({ fields }),
