@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { LOCK_CLI_MAIN } from "@lock/testkit";
+import { expect } from "vitest";
 
 /**
  * The built `lock` CLI as a real child process, for tests. Its stdout is read line by line (the
@@ -122,4 +124,26 @@ process.stdin.once("data", () => {
 /** Resolves once `check` returns true, asking again every 20 ms (for server state no event announces). */
 export async function eventually(check: () => Promise<boolean> | boolean): Promise<void> {
   while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+/**
+ * Lets two `lock run`s of JOB on one key finish in turn: `first` (running) is told to end, then
+ * `second` must start, and is told to end. Both must exit 0, and the LOG they wrote must show them
+ * one after the other, never overlapping, with increasing tokens (each grant has its own).
+ */
+export async function finishInTurn(first: LockCli, second: LockCli, log: string): Promise<void> {
+  first.send("go");
+  expect(await first.status()).toBe(0);
+  await second.line((line) => line.startsWith("started second"));
+  second.send("go");
+  expect(await second.status()).toBe(0);
+  const lines = readFileSync(log, "utf8").trim().split("\n");
+  expect(lines.map((line) => line.split(" ").slice(0, 2).join(" "))).toEqual([
+    "start first",
+    "end first",
+    "start second",
+    "end second",
+  ]);
+  const [firstToken, secondToken] = [lines[0]!, lines[2]!].map((line) => BigInt(line.split(" ")[2]!));
+  expect(secondToken!).toBeGreaterThan(firstToken!);
 }

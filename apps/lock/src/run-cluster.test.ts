@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LockdCluster } from "@lock/testkit";
-import { expect, it } from "vitest";
-import { eventually, JOB, LockCli } from "./cli-process.test.support.js";
+import { it } from "vitest";
+import { eventually, finishInTurn, JOB, LockCli } from "./cli-process.test.support.js";
 
 async function extensionsServed(cluster: LockdCluster, i: number): Promise<number> {
   const response = await fetch(`http://127.0.0.1:${cluster.nodes[i]!.adminPort}/status`);
@@ -40,20 +40,7 @@ it("kill -9 of the active while lock run's command runs: the command goes on, an
     const before = await extensionsServed(cluster, 1);
     await eventually(async () => (await extensionsServed(cluster, 1)) > before);
 
-    first.send("go");
-    expect(await first.status()).toBe(0);
-    await second.line((line) => line.startsWith("started second"));
-    second.send("go");
-    expect(await second.status()).toBe(0);
-    const lines = readFileSync(log, "utf8").trim().split("\n");
-    expect(lines.map((line) => line.split(" ").slice(0, 2).join(" "))).toEqual([
-      "start first",
-      "end first",
-      "start second",
-      "end second",
-    ]);
-    const [firstToken, secondToken] = [lines[0]!, lines[2]!].map((line) => BigInt(line.split(" ")[2]!));
-    expect(secondToken!).toBeGreaterThan(firstToken!);
+    await finishInTurn(first, second, log);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -16,6 +16,19 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * Stops lockd (SIGSTOP) until lock exits, and returns lock's exit status. A stopped lockd answers
+ * nothing: the lease cannot be renewed and runs out on the client's clock.
+ */
+async function statusWithLockdStopped(lockd: LockdProcess, cli: LockCli): Promise<number | null> {
+  lockd.pause();
+  try {
+    return await cli.status();
+  } finally {
+    lockd.resume();
+  }
+}
+
 it("a lost lock stops the command (SIGTERM, then SIGKILL) and exits 82", async () => {
   await using lockd = await LockdProcess.start();
   const key = `lost-${process.pid}`;
@@ -26,15 +39,9 @@ it("a lost lock stops the command (SIGTERM, then SIGKILL) and exits 82", async (
     },
   );
   const pid = Number((await cli.line((line) => line.startsWith("ready "))).split(" ")[1]);
-  // A stopped lockd answers nothing: the lease cannot be renewed and runs out on the client's clock.
-  lockd.pause();
-  try {
-    expect(await cli.status()).toBe(EXIT_CODES.LOCK_LOST.status);
-  } finally {
-    lockd.resume();
-  }
+  expect(await statusWithLockdStopped(lockd, cli)).toBe(EXIT_CODES.LOCK_LOST.status);
   expect(cli.stdout).toContain("got SIGTERM");
-  expect(cli.stderr.join("")).toMatch(/lost the lock on lost-\d+ .*stopping the command/);
+  expect(cli.stderr.join("")).toMatch(/lock "lost-\d+" \(token \d+\) lost: .*; stopping the command/);
   // lock waited for the command to end: SIGKILL, since it ignored SIGTERM.
   expect(alive(pid)).toBe(false);
   // lockd freed the key when the lease ran out there too.
@@ -50,11 +57,6 @@ it("a lost lock stops every process of the command's group, not only the one loc
     LOCK_SERVERS: lockd.address,
   });
   const helper = Number((await cli.line((line) => line.startsWith("helper "))).split(" ")[1]);
-  lockd.pause();
-  try {
-    expect(await cli.status()).toBe(EXIT_CODES.LOCK_LOST.status);
-  } finally {
-    lockd.resume();
-  }
+  expect(await statusWithLockdStopped(lockd, cli)).toBe(EXIT_CODES.LOCK_LOST.status);
   await eventually(() => !alive(helper));
 });

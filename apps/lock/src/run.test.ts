@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LineClient, LockdProcess } from "@lock/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, JOB, LockCli } from "./cli-process.test.support.js";
+import { eventually, finishInTurn, JOB, LockCli } from "./cli-process.test.support.js";
 import { EXIT_CODES } from "./exit-codes.js";
 
 // lock run against a real lockd, with lock itself a real process (apps/lock/dist) and its commands
@@ -45,21 +45,7 @@ describe("lock run", () => {
     using second = LockCli.start(["run", k, "--", "node", "-e", JOB, log, "second"], env());
     // The second waits in lockd's queue for the key while the first still runs.
     await eventually(async () => (await info()).get("waiters") === "1");
-    first.send("go");
-    expect(await first.status()).toBe(0);
-    await second.line((line) => line.startsWith("started second"));
-    second.send("go");
-    expect(await second.status()).toBe(0);
-    const lines = readFileSync(log, "utf8").trim().split("\n");
-    expect(lines.map((line) => line.split(" ").slice(0, 2).join(" "))).toEqual([
-      "start first",
-      "end first",
-      "start second",
-      "end second",
-    ]);
-    // Each grant has its own token, the later one greater.
-    const [firstToken, secondToken] = [lines[0]!, lines[2]!].map((line) => BigInt(line.split(" ")[2]!));
-    expect(secondToken!).toBeGreaterThan(firstToken!);
+    await finishInTurn(first, second, log);
   });
 
   it("gives the command LOCK_KEY and LOCK_TOKEN, the token of the grant it holds", async () => {

@@ -70,8 +70,9 @@ async function supervise(lock: Lock, command: RunCommand, signals: SignalRelay, 
     // Lost only counts while the command runs: work that ended before the loss held the lock.
     if (finished) return;
     lost = true;
+    // The reason names the key and token: `lock "k" (token 7) lost: the lease ran out before …`.
     io.stderr(
-      `lock: lost the lock on ${lock.key} (token ${token}): ${(lock.signal.reason as Error).message}; ` +
+      `lock: ${(lock.signal.reason as Error).message}; ` +
         `stopping the command (SIGTERM, SIGKILL after ${formatDuration(command.killAfterMs)})`,
     );
     child.terminate(command.killAfterMs);

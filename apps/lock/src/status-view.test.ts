@@ -36,17 +36,19 @@ const adminStatus = (node: string, role: string, peers: PeerStatus[] | null): { 
   },
 });
 
+const ONE_UP_ONE_DOWN: Target[] = [
+  { lockAddress: "a:1", adminAddress: undefined, info: info("a:1", "active"), status: undefined },
+  {
+    lockAddress: "b:1",
+    adminAddress: undefined,
+    info: { error: "lockd b:1: ECONNREFUSED" },
+    status: undefined,
+  },
+];
+
 describe("statusView", () => {
   it("one row per node from I alone; a node that did not answer is down, keyed by the address tried", () => {
-    const view = statusView([
-      { lockAddress: "a:1", adminAddress: undefined, info: info("a:1", "active"), status: undefined },
-      {
-        lockAddress: "b:1",
-        adminAddress: undefined,
-        info: { error: "lockd b:1: ECONNREFUSED" },
-        status: undefined,
-      },
-    ]);
+    const view = statusView(ONE_UP_ONE_DOWN);
     expect(view.active).toBe("a:1");
     expect(view.nodes).toMatchObject([
       {
@@ -105,15 +107,7 @@ describe("statusView", () => {
 
 describe("formatStatus", () => {
   it("prints a header, the table (admin columns only with --admin) and the errors", () => {
-    const view = statusView([
-      { lockAddress: "a:1", adminAddress: undefined, info: info("a:1", "active"), status: undefined },
-      {
-        lockAddress: "b:1",
-        adminAddress: undefined,
-        info: { error: "lockd b:1: ECONNREFUSED" },
-        status: undefined,
-      },
-    ]);
+    const view = statusView(ONE_UP_ONE_DOWN);
     expect(formatStatus(view, false)).toBe(
       [
         "active: a:1    1 of 2 nodes answered",
