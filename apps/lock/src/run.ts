@@ -1,11 +1,10 @@
-import { constants } from "node:os";
 import { AbortError, type Lock, LockClient } from "@lock/client";
 import type { RunCommand } from "./args.js";
 import { formatDuration } from "./duration.js";
 import { CliError } from "./errors.js";
 import { cliErrorFrom } from "./lock-errors.js";
 import type { Settings } from "./settings.js";
-import { exitStatusOf, FORWARDED_SIGNALS, Supervisor } from "./supervisor.js";
+import { exitStatusOf, FORWARDED_SIGNALS, Supervisor, signalExitStatus } from "./supervisor.js";
 
 export interface RunIo {
   readonly env: NodeJS.ProcessEnv;
@@ -33,7 +32,7 @@ export async function runUnderLock(command: RunCommand, settings: Settings, io: 
     const lock = await acquire(client, command, signals);
     if (typeof lock === "number") return lock;
     // A signal that came as the grant did: the caller gave up, so the command does not start.
-    if (signals.received !== undefined) return signalStatus(signals.received);
+    if (signals.received !== undefined) return signalExitStatus(signals.received);
     return await supervise(lock, command, signals, io);
   } finally {
     signals.dispose();
@@ -55,7 +54,8 @@ async function acquire(
     }
     return await client.acquire(command.key, { ...options, waitMs: command.waitMs ?? 0 });
   } catch (error) {
-    if (error instanceof AbortError && signals.received !== undefined) return signalStatus(signals.received);
+    if (error instanceof AbortError && signals.received !== undefined)
+      return signalExitStatus(signals.received);
     throw cliErrorFrom(error, command.key);
   }
 }
@@ -96,11 +96,6 @@ async function supervise(lock: Lock, command: RunCommand, signals: SignalRelay, 
     );
   }
   return exitStatusOf(exit);
-}
-
-/** The status of a process a signal killed: 128 + the signal's number. */
-function signalStatus(signal: NodeJS.Signals): number {
-  return 128 + (constants.signals[signal] ?? 0);
 }
 
 /**

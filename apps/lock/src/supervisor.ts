@@ -78,8 +78,13 @@ export function exitStatusOf(exit: ChildExit): number {
     case "exited":
       return exit.code;
     case "signalled":
-      return 128 + (constants.signals[exit.signal] ?? 0);
+      return signalExitStatus(exit.signal);
     case "failed":
       return exitStatus(exit.error.code === "ENOENT" ? "NOT_FOUND" : "CANNOT_EXECUTE");
   }
+}
+
+/** The status of a process `signal` killed, as a shell reports it: 128 + the signal's number. */
+export function signalExitStatus(signal: NodeJS.Signals): number {
+  return 128 + (constants.signals[signal] ?? 0);
 }
