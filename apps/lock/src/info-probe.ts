@@ -52,7 +52,8 @@ export function probeInfo(address: string, options: ProbeOptions): Promise<Map<s
     socket.on("data", (chunk: string) => {
       buffered += chunk;
       for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-        const reply = parseReplyLine(buffered.slice(0, end).replace(/\r$/, ""));
+        const line = buffered.slice(0, end).replace(/\r$/, "");
+        const reply = parseReplyLine(line);
         buffered = buffered.slice(end + 1);
         if (reply.kind === "H") continue;
         if (reply.kind === "I") {
@@ -66,7 +67,7 @@ export function probeInfo(address: string, options: ProbeOptions): Promise<Map<s
           fail(auth ? "auth" : "down", `${reply.code}${reply.message ? ` (${reply.message})` : ""}`);
           return;
         }
-        fail("down", `unexpected reply ${JSON.stringify(reply.kind)}`);
+        fail("down", `answered ${JSON.stringify(line.slice(0, 60))}, not an I reply: is this a lockd port?`);
         return;
       }
     });

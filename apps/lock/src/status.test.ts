@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LineClient, LockdCluster, LockdProcess } from "@lock/testkit";
@@ -106,6 +107,52 @@ describe("lock status on one node", () => {
     expect(code).toBe(EXIT_CODES.NO_SERVER.status);
     expect(stdout.join("\n")).toMatch(/^127\.0\.0\.1:1 +DOWN /m);
     expect(stderr).toContain("no node answered");
+  });
+});
+
+describe("lock status with nodes that never answer", () => {
+  it("a node that accepts but stays silent, on either port, is DOWN after --timeout", async () => {
+    // Accepts connections, reads and never writes: a hung process, or a black hole behind a proxy.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket.on("error", () => {})));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const address = `127.0.0.1:${(silent.address() as { port: number }).port}`;
+    try {
+      const { code, view } = await status(
+        ["--servers", address, "--admin", address, "--timeout", "300ms"],
+        {},
+      );
+      expect(code).toBe(EXIT_CODES.NO_SERVER.status);
+      expect(view.nodes).toMatchObject([{ node: address, state: "down" }]);
+      expect(view.nodes[0]!.errors).toEqual([
+        `lockd ${address}: no answer within 300 ms`,
+        `admin server ${address}: no answer within 300 ms`,
+      ]);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  it("a port that speaks something else is DOWN, saying what it answered", async () => {
+    // It reads what it is sent (so it sees the client close) and answers with its own banner.
+    const other = createServer((socket) =>
+      socket
+        .on("error", () => {})
+        .resume()
+        .end("SSH-2.0-OpenSSH_9.2\r\n"),
+    );
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve));
+    const address = `127.0.0.1:${(other.address() as { port: number }).port}`;
+    try {
+      const { code, view } = await status(["--servers", address], {});
+      expect(code).toBe(EXIT_CODES.NO_SERVER.status);
+      expect(view.nodes[0]!.errors).toEqual([
+        `lockd ${address}: answered "SSH-2.0-OpenSSH_9.2", not an I reply: is this a lockd port?`,
+      ]);
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
   });
 });
 
