@@ -83,6 +83,15 @@ describe("lock status on one node", () => {
     expect(stdout.join("\n")).not.toContain(ADMIN_TOKEN);
   });
 
+  it("--admin alone is enough: the default server address is not asked then", async () => {
+    const admin = `127.0.0.1:${lockd.adminPort}`;
+    const { code, view } = await status(["--admin", admin], { LOCK_ADMIN_TOKEN: ADMIN_TOKEN });
+    expect(code).toBe(0);
+    expect(view.nodes).toMatchObject([
+      { node: lockd.address, state: "up", lockAddress: null, adminAddress: admin },
+    ]);
+  });
+
   it("a refused token is reported, never shown; 84 when no node answered because of it", async () => {
     const admin = `127.0.0.1:${lockd.adminPort}`;
     const wrongAdmin = await status(["--admin", admin], {
