@@ -94,7 +94,12 @@ export const FLAGS = {
     for: "all",
     help: "file with the auth token (or the token itself in LOCK_AUTH_TOKEN)",
   },
-  tls: { type: "boolean", env: "LOCK_TLS", for: "all", help: "connect to lockd over TLS (LOCK_TLS=1)" },
+  tls: {
+    type: "boolean",
+    env: "LOCK_TLS",
+    for: "all",
+    help: "connect to lockd over TLS, trusting the system CAs (LOCK_TLS=1)",
+  },
   "tls-ca-file": {
     type: "string",
     env: "LOCK_TLS_CA_FILE",

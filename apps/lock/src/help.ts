@@ -45,7 +45,10 @@ export function helpText(command: CommandName | undefined): string {
   );
   for (const { status, meaning } of Object.values(EXIT_CODES))
     lines.push(`  ${String(status).padStart(3)}  ${meaning}`);
-  lines.push("  lock run otherwise exits with the command's status.");
+  lines.push(
+    "  128+n  lock run: signal n killed the command, or interrupted lock while it waited for the lock",
+    "  lock run otherwise exits with the command's status.",
+  );
   return lines.join("\n");
 }
 
