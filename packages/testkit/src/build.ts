@@ -8,6 +8,15 @@ import { REPO_ROOT } from "./paths.js";
  * `globalSetup`, which runs once before any test file.
  */
 export function buildLockd(): void {
+  build("lockd");
+}
+
+/** Builds the `lock` CLI (apps/lock) the same way, for tests that run it as a real process. */
+export function buildLockCli(): void {
+  build("lock");
+}
+
+function build(app: string): void {
   const tsc = join(REPO_ROOT, "node_modules", ".bin", "tsc");
-  execFileSync(tsc, ["-b", join(REPO_ROOT, "apps", "lockd")], { cwd: REPO_ROOT, stdio: "inherit" });
+  execFileSync(tsc, ["-b", join(REPO_ROOT, "apps", app)], { cwd: REPO_ROOT, stdio: "inherit" });
 }

@@ -1,6 +1,10 @@
-import { buildLockd } from "./index.js";
+import { buildLockCli, buildLockd } from "./index.js";
 
-/** Vitest globalSetup for suites that start real lockd processes: build lockd once first. */
+/**
+ * Vitest globalSetup for suites that start real processes: build lockd and the lock CLI once first
+ * (Node 20 runs their dist/).
+ */
 export default function setup(): void {
   buildLockd();
+  buildLockCli();
 }

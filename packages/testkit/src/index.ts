@@ -1,4 +1,4 @@
-export { buildLockd } from "./build.js";
+export { buildLockCli, buildLockd } from "./build.js";
 export type { ProxyDirection } from "./fault-proxy.js";
 export { FaultProxy } from "./fault-proxy.js";
 export { LineClient } from "./line-client.js";
@@ -6,6 +6,6 @@ export type { LockdClusterOptions } from "./lockd-cluster.js";
 export { LockdCluster, TEST_PEER_TOKEN } from "./lockd-cluster.js";
 export type { LockdOptions, ReadyInfo } from "./lockd-process.js";
 export { LockdProcess } from "./lockd-process.js";
-export { LOCKD_MAIN, REPO_ROOT } from "./paths.js";
+export { LOCK_CLI_MAIN, LOCKD_MAIN, REPO_ROOT } from "./paths.js";
 export type { TestCertificate } from "./tls.js";
 export { selfSignedCertificate } from "./tls.js";

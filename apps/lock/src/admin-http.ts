@@ -1,0 +1,49 @@
+import { CliError } from "./errors.js";
+
+export interface AdminRequest {
+  readonly token: string | undefined;
+  readonly timeoutMs: number;
+}
+
+/** An answer from a lockd admin server: its HTTP status and parsed JSON body. */
+export interface AdminAnswer {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/**
+ * GET `path` from the admin server at `address` (plain HTTP, as lockd serves it), with the bearer
+ * token when there is one. Rejects with a CliError: NO_SERVER when it cannot be reached or does not
+ * answer in time, AUTH_FAILED on 401, REFUSED for a body that is not JSON.
+ */
+export async function adminGet(address: string, path: string, request: AdminRequest): Promise<AdminAnswer> {
+  let response: Response;
+  try {
+    response = await fetch(`http://${address}${path}`, {
+      headers: request.token !== undefined ? { authorization: `Bearer ${request.token}` } : {},
+      signal: AbortSignal.timeout(request.timeoutMs),
+    });
+  } catch (error) {
+    const cause = (error as Error).cause as NodeJS.ErrnoException | undefined;
+    const reason =
+      (error as Error).name === "TimeoutError"
+        ? `no answer within ${request.timeoutMs} ms`
+        : (cause?.code ?? cause?.message ?? (error as Error).message);
+    throw new CliError("NO_SERVER", `admin server ${address}: ${reason}`);
+  }
+  const text = await response.text();
+  if (response.status === 401) {
+    throw new CliError(
+      "AUTH_FAILED",
+      `admin server ${address} refused the admin token${request.token === undefined ? " (none given: --admin-token-file)" : ""}`,
+    );
+  }
+  try {
+    return { status: response.status, body: JSON.parse(text) };
+  } catch {
+    throw new CliError(
+      "REFUSED",
+      `admin server ${address} answered ${response.status} with a body that is not JSON`,
+    );
+  }
+}

@@ -1,0 +1,357 @@
+import { type ParseArgsConfig, parseArgs } from "node:util";
+import { isValidAddress, validateKey } from "@lock/protocol";
+import { parseDuration } from "./duration.js";
+import { usageError } from "./errors.js";
+
+/**
+ * The command line and the `LOCK_*` environment, parsed without any I/O: what to do, and where the
+ * secrets are (files are read later, by settings.ts). A flag wins over its variable. Throws a usage
+ * error (exit status 2) for anything `lock` cannot run with.
+ */
+
+/** Where lock finds the cluster, and how it authenticates: shared by every command. */
+export interface ConnectionFlags {
+  /** lockd client addresses (`--servers` / `LOCK_SERVERS`); [] when none was given. */
+  readonly servers: readonly string[];
+  readonly authTokenFile: Source | undefined;
+  readonly authToken: Source | undefined;
+  /** TLS to lockd: on with `--tls`, or as soon as a CA or client certificate is given. */
+  readonly tls: boolean;
+  readonly tlsCaFile: string | undefined;
+  readonly tlsCertFile: string | undefined;
+  readonly tlsKeyFile: string | undefined;
+  /** lockd admin HTTP addresses (`--admin` / `LOCK_ADMIN`); [] when none was given. */
+  readonly admin: readonly string[];
+  readonly adminTokenFile: Source | undefined;
+  readonly adminToken: Source | undefined;
+  /** How long one node may take to answer `lock status` / `lock locks`. */
+  readonly timeoutMs: number;
+}
+
+/** A setting's value and where it came from (a flag, or a variable), for error messages. */
+export interface Source {
+  readonly value: string;
+  readonly origin: string;
+}
+
+export interface RunCommand {
+  readonly kind: "run";
+  readonly connection: ConnectionFlags;
+  readonly key: string;
+  readonly leaseMs: number;
+  /** undefined: wait as long as it takes; "none": --no-wait (try once). */
+  readonly waitMs: number | undefined | "none";
+  readonly killAfterMs: number;
+  /** The command and its arguments, from after `--`. */
+  readonly command: readonly [string, ...string[]];
+}
+
+export interface StatusCommand {
+  readonly kind: "status";
+  readonly connection: ConnectionFlags;
+  readonly json: boolean;
+}
+
+export interface LocksCommand {
+  readonly kind: "locks";
+  readonly connection: ConnectionFlags;
+  readonly json: boolean;
+  readonly prefix: string;
+  readonly limit: number;
+}
+
+export type Invocation =
+  | { readonly kind: "help"; readonly command: CommandName | undefined }
+  | { readonly kind: "version" }
+  | RunCommand
+  | StatusCommand
+  | LocksCommand;
+
+export const COMMANDS = ["run", "status", "locks"] as const;
+export type CommandName = (typeof COMMANDS)[number];
+
+export const DEFAULTS = Object.freeze({
+  servers: "127.0.0.1:7420",
+  leaseMs: 30_000,
+  killAfterMs: 5_000,
+  timeoutMs: 3_000,
+  limit: 100,
+});
+/** `lock locks --limit` at most (the admin endpoint pages at most 1000 at a time; lock follows the pages). */
+export const MAX_LIMIT = 1_000_000;
+
+/** Every flag: its environment variable, which commands take it, and its help line. */
+export const FLAGS = {
+  servers: {
+    type: "string",
+    env: "LOCK_SERVERS",
+    for: "all",
+    help: "comma-separated lockd host:port (default 127.0.0.1:7420)",
+  },
+  "auth-token-file": {
+    type: "string",
+    env: "LOCK_AUTH_TOKEN_FILE",
+    for: "all",
+    help: "file with the auth token (or the token itself in LOCK_AUTH_TOKEN)",
+  },
+  tls: {
+    type: "boolean",
+    env: "LOCK_TLS",
+    for: "all",
+    help: "connect to lockd over TLS, trusting the system CAs (LOCK_TLS=1)",
+  },
+  "tls-ca-file": {
+    type: "string",
+    env: "LOCK_TLS_CA_FILE",
+    for: "all",
+    help: "PEM CA bundle lockd's certificate must chain to (implies --tls)",
+  },
+  "tls-cert-file": {
+    type: "string",
+    env: "LOCK_TLS_CERT_FILE",
+    for: "all",
+    help: "PEM client certificate (implies --tls; with --tls-key-file)",
+  },
+  "tls-key-file": {
+    type: "string",
+    env: "LOCK_TLS_KEY_FILE",
+    for: "all",
+    help: "PEM client private key (implies --tls; with --tls-cert-file)",
+  },
+  admin: {
+    type: "string",
+    env: "LOCK_ADMIN",
+    for: ["status", "locks"],
+    help: "comma-separated lockd admin HTTP host:port",
+  },
+  "admin-token-file": {
+    type: "string",
+    env: "LOCK_ADMIN_TOKEN_FILE",
+    for: ["status", "locks"],
+    help: "file with the admin bearer token (or the token itself in LOCK_ADMIN_TOKEN)",
+  },
+  timeout: {
+    type: "string",
+    env: undefined,
+    for: ["status", "locks"],
+    help: "how long each node may take to answer (default 3s)",
+  },
+  json: { type: "boolean", env: undefined, for: ["status", "locks"], help: "print JSON instead of a table" },
+  lease: {
+    type: "string",
+    env: undefined,
+    for: ["run"],
+    help: "lease, renewed while the command runs (default 30s)",
+  },
+  wait: {
+    type: "string",
+    env: undefined,
+    for: ["run"],
+    help: "give up after waiting this long for the lock (default: wait as long as it takes)",
+  },
+  "no-wait": {
+    type: "boolean",
+    env: undefined,
+    for: ["run"],
+    help: "do not wait: exit 80 at once if the lock is held",
+  },
+  "kill-after": {
+    type: "string",
+    env: undefined,
+    for: ["run"],
+    help: "after a lost lock, SIGKILL the command this long after SIGTERM (default 5s)",
+  },
+  prefix: { type: "string", env: undefined, for: ["locks"], help: "only keys that start with this" },
+  limit: {
+    type: "string",
+    env: undefined,
+    for: ["locks"],
+    help: `show at most this many keys (default 100, at most ${MAX_LIMIT})`,
+  },
+  help: { type: "boolean", env: undefined, for: "all", help: "print this help" },
+  version: { type: "boolean", env: undefined, for: "all", help: "print the version" },
+} as const satisfies Record<
+  string,
+  { type: "string" | "boolean"; env: string | undefined; for: "all" | readonly CommandName[]; help: string }
+>;
+
+type FlagName = keyof typeof FLAGS;
+type Values = { [name in FlagName]?: (typeof FLAGS)[name]["type"] extends "string" ? string : boolean };
+
+const PARSE_OPTIONS = Object.fromEntries(
+  Object.entries(FLAGS).map(([name, flag]) => [name, { type: flag.type }]),
+) as NonNullable<ParseArgsConfig["options"]>;
+
+/** Parses `argv` (without node and the script) and `env` into what to do. */
+export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
+  // Everything after the first `--` is the command lock run starts, untouched.
+  const separator = argv.indexOf("--");
+  const own = separator < 0 ? argv : argv.slice(0, separator);
+  const command = separator < 0 ? undefined : argv.slice(separator + 1);
+  let parsed: { values: Values; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: [...own], options: PARSE_OPTIONS, allowPositionals: true, strict: true }) as {
+      values: Values;
+      positionals: string[];
+    };
+  } catch (error) {
+    // parseArgs's messages name the flag ("Unknown option '--leese'"); its error code is not for users.
+    throw usageError((error as Error).message);
+  }
+  const { values, positionals } = parsed;
+  const [name, ...rest] = positionals;
+  if (name !== undefined && !isCommand(name)) {
+    throw usageError(`unknown command ${JSON.stringify(name)}; commands: ${COMMANDS.join(", ")}`);
+  }
+  if (values.help) return { kind: "help", command: name };
+  if (values.version) return { kind: "version" };
+  if (name === undefined) throw usageError(`a command is missing; commands: ${COMMANDS.join(", ")}`);
+  for (const flag of Object.keys(values) as FlagName[]) {
+    const takers = FLAGS[flag].for;
+    if (takers !== "all" && !(takers as readonly string[]).includes(name)) {
+      throw usageError(`--${flag} is not a flag of lock ${name}`);
+    }
+  }
+  if (name !== "run" && command !== undefined) throw usageError(`lock ${name} takes no command after --`);
+  const connection = connectionFlags(values, env);
+  switch (name) {
+    case "run":
+      return runCommand(values, rest, command, connection);
+    case "status":
+      if (rest.length > 0) throw usageError(`lock status takes no arguments, got ${JSON.stringify(rest[0])}`);
+      return { kind: "status", connection, json: values.json === true };
+    case "locks": {
+      if (rest.length > 0) throw usageError(`lock locks takes no arguments, got ${JSON.stringify(rest[0])}`);
+      if (connection.admin.length === 0) {
+        throw usageError("lock locks reads lockd's admin server: give --admin host:port (or LOCK_ADMIN)");
+      }
+      return {
+        kind: "locks",
+        connection,
+        json: values.json === true,
+        prefix: values.prefix ?? "",
+        limit: values.limit === undefined ? DEFAULTS.limit : parseLimit(values.limit),
+      };
+    }
+  }
+}
+
+function isCommand(name: string): name is CommandName {
+  return (COMMANDS as readonly string[]).includes(name);
+}
+
+function runCommand(
+  values: Values,
+  rest: readonly string[],
+  command: readonly string[] | undefined,
+  connection: ConnectionFlags,
+): RunCommand {
+  const [key, ...extra] = rest;
+  if (key === undefined) throw usageError("lock run needs a KEY: lock run KEY -- command [args...]");
+  if (extra.length > 0 || command === undefined) {
+    throw usageError("put the command after --: lock run KEY [flags] -- command [args...]");
+  }
+  const [program, ...args] = command;
+  if (program === undefined || program === "") throw usageError("no command after --");
+  const keyProblem = validateKey(key, Number.MAX_SAFE_INTEGER);
+  if (keyProblem !== undefined) {
+    throw usageError(`KEY ${JSON.stringify(key)} is empty or has a space or control character`);
+  }
+  if (values["no-wait"] && values.wait !== undefined) throw usageError("give --wait or --no-wait, not both");
+  const leaseMs = values.lease === undefined ? DEFAULTS.leaseMs : parseDuration(values.lease, "--lease");
+  if (leaseMs === 0) throw usageError("--lease must be more than 0");
+  let waitMs: RunCommand["waitMs"];
+  if (values["no-wait"]) waitMs = "none";
+  else if (values.wait !== undefined) {
+    waitMs = parseDuration(values.wait, "--wait");
+    // The protocol's wait 0 means "forever": let no one get that by accident.
+    if (waitMs === 0) throw usageError("--wait must be more than 0 (--no-wait does not wait)");
+  }
+  const killAfterMs =
+    values["kill-after"] === undefined
+      ? DEFAULTS.killAfterMs
+      : parseDuration(values["kill-after"], "--kill-after");
+  return { kind: "run", connection, key, leaseMs, waitMs, killAfterMs, command: [program, ...args] };
+}
+
+function connectionFlags(values: Values, env: NodeJS.ProcessEnv): ConnectionFlags {
+  const setting = (
+    flag: "servers" | "admin" | "tls-ca-file" | "tls-cert-file" | "tls-key-file",
+  ): string | undefined => values[flag] ?? nonEmpty(env[FLAGS[flag].env]);
+  const servers = addressList(setting("servers"), "--servers (LOCK_SERVERS)");
+  const admin = addressList(setting("admin"), "--admin (LOCK_ADMIN)");
+  const tlsCaFile = setting("tls-ca-file");
+  const tlsCertFile = setting("tls-cert-file");
+  const tlsKeyFile = setting("tls-key-file");
+  if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
+    throw usageError(
+      "give both --tls-cert-file and --tls-key-file (LOCK_TLS_CERT_FILE, LOCK_TLS_KEY_FILE), or neither",
+    );
+  }
+  const tlsEnv = env.LOCK_TLS;
+  if (tlsEnv !== undefined && !["", "0", "1", "true", "false"].includes(tlsEnv)) {
+    throw usageError(`LOCK_TLS must be 1 or 0, got ${JSON.stringify(tlsEnv)}`);
+  }
+  const tls =
+    values.tls === true ||
+    tlsEnv === "1" ||
+    tlsEnv === "true" ||
+    tlsCaFile !== undefined ||
+    tlsCertFile !== undefined;
+  let timeoutMs: number = DEFAULTS.timeoutMs;
+  if (values.timeout !== undefined) {
+    timeoutMs = parseDuration(values.timeout, "--timeout");
+    if (timeoutMs === 0) throw usageError("--timeout must be more than 0");
+  }
+  return {
+    servers,
+    authTokenFile: flagOrEnv(values["auth-token-file"], "--auth-token-file", env, "LOCK_AUTH_TOKEN_FILE"),
+    authToken: fromEnv(env, "LOCK_AUTH_TOKEN"),
+    tls,
+    tlsCaFile,
+    tlsCertFile,
+    tlsKeyFile,
+    admin,
+    adminTokenFile: flagOrEnv(values["admin-token-file"], "--admin-token-file", env, "LOCK_ADMIN_TOKEN_FILE"),
+    adminToken: fromEnv(env, "LOCK_ADMIN_TOKEN"),
+    timeoutMs,
+  };
+}
+
+function flagOrEnv(
+  flag: string | undefined,
+  flagName: string,
+  env: NodeJS.ProcessEnv,
+  variable: string,
+): Source | undefined {
+  if (flag !== undefined) return { value: flag, origin: flagName };
+  return fromEnv(env, variable);
+}
+
+function fromEnv(env: NodeJS.ProcessEnv, variable: string): Source | undefined {
+  const value = nonEmpty(env[variable]);
+  return value === undefined ? undefined : { value, origin: variable };
+}
+
+/** An empty variable counts as unset, as `LOCK_SERVERS= lock status` means in a shell. */
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === "" ? undefined : value;
+}
+
+function addressList(text: string | undefined, what: string): string[] {
+  if (text === undefined) return [];
+  const addresses = text.split(",").map((address) => address.trim());
+  for (const address of addresses) {
+    if (!isValidAddress(address))
+      throw usageError(`${what}: expected host:port, got ${JSON.stringify(address)}`);
+  }
+  return addresses;
+}
+
+function parseLimit(text: string): number {
+  const limit = /^\d{1,7}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(limit >= 1 && limit <= MAX_LIMIT)) {
+    throw usageError(`--limit: expected a whole number from 1 to ${MAX_LIMIT}, got ${JSON.stringify(text)}`);
+  }
+  return limit;
+}

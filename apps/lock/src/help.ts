@@ -1,0 +1,61 @@
+import { type CommandName, DEFAULTS, FLAGS } from "./args.js";
+import { EXIT_CODES } from "./exit-codes.js";
+
+const USAGE = {
+  run: "lock run KEY [--lease 30s] [--wait 10s | --no-wait] [--kill-after 5s] -- command [args...]",
+  status: "lock status [--json] [--admin host:port,...]",
+  locks: "lock locks --admin host:port,... [--prefix P] [--limit N] [--json]",
+} as const satisfies Record<CommandName, string>;
+
+const ABOUT = {
+  run:
+    "Runs the command while holding the lock on KEY, with LOCK_KEY and LOCK_TOKEN (the fencing token) in\n" +
+    "its environment; keeps the lease extended while it runs, passes SIGINT/SIGTERM/SIGHUP on to it,\n" +
+    "releases the lock when it exits and exits with its status (128+n if signal n killed it).\n" +
+    "A lost lock stops the command (SIGTERM, then SIGKILL after --kill-after) and exits 82.",
+  status:
+    "Shows every node: role, epoch, keys, waiters, connections, uptime (the I verb on each --servers\n" +
+    "address); with --admin also liveness, replication lag and grants/s from each node's /status.\n" +
+    "A node that does not answer is shown as DOWN. Exits 83 only when no node answered.",
+  locks: "Lists held keys with their token, lease left, waiters and holder, from the active's admin server.",
+} as const satisfies Record<CommandName, string>;
+
+/** `lock --help` / `lock COMMAND --help`. */
+export function helpText(command: CommandName | undefined): string {
+  const commands = command === undefined ? (Object.keys(USAGE) as CommandName[]) : [command];
+  const lines: string[] = ["Usage:"];
+  for (const name of commands) lines.push(`  ${USAGE[name]}`);
+  lines.push("");
+  for (const name of commands) lines.push(`lock ${name}: ${ABOUT[name]}`, "");
+  lines.push("Flags:");
+  for (const [name, flag] of Object.entries(FLAGS)) {
+    if (command !== undefined && flag.for !== "all" && !(flag.for as readonly string[]).includes(command))
+      continue;
+    const value = flag.type === "string" ? ` ${valueName(name)}` : "";
+    const env = flag.env ? ` [${flag.env}]` : "";
+    lines.push(`${`  --${name}${value}`.padEnd(30)} ${flag.help}${env}`);
+  }
+  lines.push(
+    "",
+    "Durations: 500ms, 30s, 1.5s, 2m, 1h, or a number of seconds.",
+    `Secrets come from files or the environment, never from flags (LOCK_AUTH_TOKEN, LOCK_ADMIN_TOKEN hold one itself).`,
+    `Without --servers or LOCK_SERVERS, lock uses ${DEFAULTS.servers}.`,
+    "",
+    "Exit status:",
+  );
+  for (const { status, meaning } of Object.values(EXIT_CODES))
+    lines.push(`  ${String(status).padStart(3)}  ${meaning}`);
+  lines.push(
+    "  128+n  lock run: signal n killed the command, or interrupted lock while it waited for the lock",
+    "  lock run otherwise exits with the command's status.",
+  );
+  return lines.join("\n");
+}
+
+function valueName(flag: string): string {
+  if (flag.endsWith("-file")) return "FILE";
+  if (flag === "servers" || flag === "admin") return "HOST:PORT,...";
+  if (flag === "prefix") return "P";
+  if (flag === "limit") return "N";
+  return "DURATION";
+}

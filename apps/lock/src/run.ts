@@ -1,0 +1,135 @@
+import { AbortError, type Lock, LockClient } from "@lock/client";
+import type { RunCommand } from "./args.js";
+import { formatDuration } from "./duration.js";
+import { CliError } from "./errors.js";
+import { cliErrorFrom } from "./lock-errors.js";
+import type { Settings } from "./settings.js";
+import { exitStatusOf, FORWARDED_SIGNALS, Supervisor, signalExitStatus } from "./supervisor.js";
+
+export interface RunIo {
+  readonly env: NodeJS.ProcessEnv;
+  /** Where lock's own messages go (`lock: …` lines). */
+  readonly stderr: (line: string) => void;
+}
+
+/**
+ * `lock run`: acquires the lock, runs the command with LOCK_KEY and LOCK_TOKEN in its environment
+ * while the client keeps the lease extended, and releases it when the command ends. Resolves with
+ * lock's exit status: the command's (128 + n if signal n killed it), or one of lock's own (exit-codes.ts).
+ *
+ * Signals: SIGINT, SIGTERM and SIGHUP while waiting for the lock give up the wait (nothing runs; exit
+ * 128 + n, as if the signal had killed lock); while the command runs they are passed on to it, and
+ * lock keeps the lease until the command has exited.
+ *
+ * A lost lock (the lease could not be renewed before it ran out, or the server refused the renewal)
+ * stops the command: SIGTERM, then SIGKILL after `killAfterMs`, and lock exits LOCK_LOST whatever
+ * the command's own status, since its work ran partly without the lock.
+ */
+export async function runUnderLock(command: RunCommand, settings: Settings, io: RunIo): Promise<number> {
+  const client = new LockClient(settings.client);
+  const signals = new SignalRelay();
+  try {
+    const lock = await acquire(client, command, signals);
+    if (typeof lock === "number") return lock;
+    // A signal that came as the grant did: the caller gave up, so the command does not start.
+    if (signals.received !== undefined) return signalExitStatus(signals.received);
+    return await supervise(lock, command, signals, io);
+  } finally {
+    signals.dispose();
+    await client.close();
+  }
+}
+
+async function acquire(
+  client: LockClient,
+  command: RunCommand,
+  signals: SignalRelay,
+): Promise<Lock | number> {
+  const options = { leaseMs: command.leaseMs, autoExtend: true, signal: signals.abort };
+  try {
+    if (command.waitMs === "none") {
+      const lock = await client.tryAcquire(command.key, options);
+      if (lock === null) throw new CliError("BUSY", `${command.key} is locked by someone else (--no-wait)`);
+      return lock;
+    }
+    return await client.acquire(command.key, { ...options, waitMs: command.waitMs ?? 0 });
+  } catch (error) {
+    if (error instanceof AbortError && signals.received !== undefined)
+      return signalExitStatus(signals.received);
+    throw cliErrorFrom(error, command.key);
+  }
+}
+
+async function supervise(lock: Lock, command: RunCommand, signals: SignalRelay, io: RunIo): Promise<number> {
+  const token = lock.token.toString();
+  const child = new Supervisor(command.command, { ...io.env, LOCK_KEY: lock.key, LOCK_TOKEN: token });
+  signals.forwardTo((signal) => child.signal(signal));
+  let finished = false;
+  let lost = false;
+  const onLost = () => {
+    // Lost only counts while the command runs: work that ended before the loss held the lock.
+    if (finished) return;
+    lost = true;
+    // The reason names the key and token: `lock "k" (token 7) lost: the lease ran out before …`.
+    io.stderr(
+      `lock: ${(lock.signal.reason as Error).message}; ` +
+        `stopping the command (SIGTERM, SIGKILL after ${formatDuration(command.killAfterMs)})`,
+    );
+    child.terminate(command.killAfterMs);
+  };
+  if (lock.signal.aborted) onLost();
+  else lock.signal.addEventListener("abort", onLost, { once: true });
+  const exit = await child.exited;
+  finished = true;
+  lock.signal.removeEventListener("abort", onLost);
+  if (lost)
+    throw new CliError("LOCK_LOST", `the command was stopped because the lock on ${lock.key} was lost`);
+  if (exit.kind === "failed")
+    io.stderr(`lock: cannot run ${command.command[0]}: ${exit.error.code ?? exit.error.message}`);
+  try {
+    await lock.release();
+  } catch (error) {
+    // The command's status is what matters; the lease frees the key in any case.
+    io.stderr(
+      `lock: could not confirm the release of ${lock.key} (${(error as Error).message}); ` +
+        `its lease frees it within ${formatDuration(command.leaseMs)}`,
+    );
+  }
+  return exitStatusOf(exit);
+}
+
+/**
+ * Holds SIGINT, SIGTERM and SIGHUP for lock run's lifetime (so none of them kills lock while it
+ * holds the lock): before the command starts, the first one aborts `abort`; from forwardTo() on,
+ * each one is passed on.
+ */
+class SignalRelay {
+  readonly #controller = new AbortController();
+  #forward: ((signal: NodeJS.Signals) => void) | undefined;
+  received: NodeJS.Signals | undefined;
+
+  readonly #onSignal = (signal: NodeJS.Signals): void => {
+    if (this.#forward !== undefined) {
+      this.#forward(signal);
+      return;
+    }
+    this.received ??= signal;
+    this.#controller.abort(new Error(`interrupted by ${signal}`));
+  };
+
+  constructor() {
+    for (const signal of FORWARDED_SIGNALS) process.on(signal, this.#onSignal);
+  }
+
+  get abort(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  forwardTo(forward: (signal: NodeJS.Signals) => void): void {
+    this.#forward = forward;
+  }
+
+  dispose(): void {
+    for (const signal of FORWARDED_SIGNALS) process.off(signal, this.#onSignal);
+  }
+}
