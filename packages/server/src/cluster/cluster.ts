@@ -3,67 +3,16 @@ import { encodePeer, type NodeRole, tokenEpoch } from "@lock/protocol";
 import { EpochExhaustedError } from "../epoch/epoch-plan.js";
 import { ListenerHandshake, type PeerKey } from "../net/peer-auth.js";
 import type { LockNode } from "../node.js";
-import { ReportLimiter } from "../report-limiter.js";
-import type { ClusterLink, LinkFactory } from "./link.js";
-import { type ClusterTiming, type Decision, Membership, type PeerState } from "./membership.js";
+import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
+import type { ClusterLink } from "./link.js";
+import { type Decision, Membership, type PeerState } from "./membership.js";
+import { PeerReports } from "./peer-reports.js";
 import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
 import { Replica } from "./replica.js";
 import type { Replicator } from "./replicator.js";
 import { StallGuard } from "./stall-guard.js";
 
-/** The server-side operations a role change needs. */
-export interface ClusterServerHooks {
-  /** Answers every queued acquire with `M` to `address` and drops it. */
-  redirectPending(address: string): void;
-  /** Stops (and resumes) reading client requests: a handoff must not grant while it runs. */
-  pauseClients(): void;
-  resumeClients(): void;
-}
-
-export interface ClusterOptions {
-  readonly peers: readonly string[];
-  readonly advertise: string;
-  readonly timing: ClusterTiming;
-  /**
-   * The cluster's peer token, which incoming links prove in the peer handshake (docs/protocol.md).
-   * An empty key lets anyone who reaches the port join (lockd allows that only with --insecure).
-   */
-  readonly key: PeerKey;
-  /** Opens the outgoing link to each peer: sockets in lockd, memory in the simulator. */
-  readonly links: LinkFactory;
-  readonly handoffTimeoutMs: number;
-}
-
-export interface ClusterEvents {
-  roleChanged(role: NodeRole, reason: string, epoch: bigint): void;
-  /** A standby learned (or lost) the active it redirects clients to. */
-  following(active: string | undefined): void;
-  /** A peer refused this node's link (wrong auth token, wrong peer token, not a cluster node…). */
-  peerRefused(address: string, reply: string): void;
-  /**
-   * An incoming connection sent peer frames without authenticating as a peer, or failed the peer
-   * handshake: refused and closed. `node` is the address it claimed, if any. Rate-limited: `count`
-   * is how many refusals this report stands for (the latest one's details).
-   */
-  peerRejected(remote: string, node: string | undefined, reason: string, count: number): void;
-  /**
-   * An authenticated peer link broke the peer protocol (either direction) and was dropped before
-   * the frame was applied. Rate-limited like `peerRejected`.
-   */
-  peerLinkDropped(peer: string, reason: string, count: number): void;
-  /** An epoch from a peer was not believed (far beyond any clock), or none could be taken. */
-  epochRefused(from: string, epoch: bigint, reason: string): void;
-  /** This process did not run for `gapMs` (SIGSTOP, VM pause, GC); as active it holds grants. */
-  stalled(gapMs: number, role: NodeRole): void;
-  /** This node, active, serves clients from now on (after a promotion, or once a hold ended). */
-  serving(epoch: bigint): void;
-  /**
-   * A peer became live (heard within the peer timeout) or stopped being live: once per change, seen
-   * at a heartbeat tick. `role` is the one it last announced. After a stall of this process a peer
-   * is reported lost only once the listening period is over (until then its silence may be ours).
-   */
-  peerLiveness(address: string, live: boolean, role: NodeRole | undefined): void;
-}
+export type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
 
 /**
  * One node's part in the active/standby cluster: heartbeats to every peer, the decisions of
@@ -78,9 +27,7 @@ export class Cluster implements PeerSessionHandler {
   readonly #events: ClusterEvents;
   readonly #options: ClusterOptions;
   readonly #links = new Map<number, ClusterLink>();
-  readonly #refusalReportedAt = new Map<string, number>();
-  readonly #rejections: ReportLimiter<{ remote: string; node: string | undefined; reason: string }>;
-  readonly #violations: ReportLimiter<{ peer: string; reason: string }>;
+  readonly #reports: PeerReports;
   readonly #replica: Replica;
   readonly #stall: StallGuard;
   /** Each peer's latest incoming session (its link to this node). */
@@ -111,12 +58,7 @@ export class Cluster implements PeerSessionHandler {
     this.membership = new Membership(options.peers, options.advertise, options.timing, node.clock);
     this.#replica = new Replica(node.engine);
     this.#stall = new StallGuard(this.membership);
-    this.#rejections = new ReportLimiter(({ remote, node, reason }, count) =>
-      events.peerRejected(remote, node, reason, count),
-    );
-    this.#violations = new ReportLimiter(({ peer, reason }, count) =>
-      events.peerLinkDropped(peer, reason, count),
-    );
+    this.#reports = new PeerReports(events, () => node.clock.now());
     node.beforeDeadlines = () => this.guardStall();
     node.onServing = () => this.#events.serving(node.epoch);
     node.onEpochRenewed = (epoch) => this.#replicator.announceEpoch(epoch);
@@ -139,17 +81,17 @@ export class Cluster implements PeerSessionHandler {
         onAck: (from, seq) => {
           // Nothing past what this node has sent can be acknowledged.
           if (seq > this.#replicator.seq) {
-            this.#violations.event({
-              peer: from.address,
-              reason: `!K ${seq} beyond the stream sent (${this.#replicator.seq})`,
-            });
+            this.#reports.violation(
+              from.address,
+              `!K ${seq} beyond the stream sent (${this.#replicator.seq})`,
+            );
             from.reset();
             return;
           }
           this.#replicator.acknowledged(from, seq);
         },
-        onRefused: (from, reply) => this.#peerRefused(from.address, reply),
-        onViolation: (from, reason) => this.#violations.event({ peer: from.address, reason }),
+        onRefused: (from, reply) => this.#reports.refused(from.address, reply),
+        onViolation: (from, reason) => this.#reports.violation(from.address, reason),
       });
       this.#links.set(peer.index, link);
     }
@@ -176,8 +118,7 @@ export class Cluster implements PeerSessionHandler {
       if (successor) await this.#handoff(successor, "shutdown");
     }
     for (const link of this.#links.values()) link.close();
-    this.#rejections.flush();
-    this.#violations.flush();
+    this.#reports.flush();
   }
 
   /** The listening side of the peer handshake, for one incoming connection. */
@@ -190,12 +131,12 @@ export class Cluster implements PeerSessionHandler {
 
   /** An incoming connection refused as a peer (see `ClusterEvents.peerRejected`). */
   rejected(remote: string, node: string | undefined, reason: string): void {
-    this.#rejections.event({ remote, node, reason });
+    this.#reports.rejected(remote, node, reason);
   }
 
   /** PeerSessionHandler: an authenticated incoming link broke the protocol. */
   violated(session: PeerSession, reason: string): void {
-    this.#violations.event({ peer: session.peer, reason });
+    this.#reports.violation(session.peer, reason);
   }
 
   isMember(address: string): boolean {
@@ -431,15 +372,6 @@ export class Cluster implements PeerSessionHandler {
         void this.#handoff(decision.to, "a higher-priority node is back and synced");
         return;
     }
-  }
-
-  /** Reports a refused link at most once a minute per peer: the link redials every heartbeat. */
-  #peerRefused(address: string, reply: string): void {
-    const now = this.#node.clock.now();
-    const last = this.#refusalReportedAt.get(address);
-    if (last !== undefined && now - last < 60_000) return;
-    this.#refusalReportedAt.set(address, now);
-    this.#events.peerRefused(address, reply);
   }
 
   #follow(active: string | undefined): void {

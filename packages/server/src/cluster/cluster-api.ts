@@ -1,0 +1,58 @@
+import type { NodeRole } from "@lock/protocol";
+import type { PeerKey } from "../net/peer-auth.js";
+import type { LinkFactory } from "./link.js";
+import type { ClusterTiming } from "./membership.js";
+
+/** The server-side operations a role change needs. */
+export interface ClusterServerHooks {
+  /** Answers every queued acquire with `M` to `address` and drops it. */
+  redirectPending(address: string): void;
+  /** Stops (and resumes) reading client requests: a handoff must not grant while it runs. */
+  pauseClients(): void;
+  resumeClients(): void;
+}
+
+export interface ClusterOptions {
+  readonly peers: readonly string[];
+  readonly advertise: string;
+  readonly timing: ClusterTiming;
+  /**
+   * The cluster's peer token, which incoming links prove in the peer handshake (docs/protocol.md).
+   * An empty key lets anyone who reaches the port join (lockd allows that only with --insecure).
+   */
+  readonly key: PeerKey;
+  /** Opens the outgoing link to each peer: sockets in lockd, memory in the simulator. */
+  readonly links: LinkFactory;
+  readonly handoffTimeoutMs: number;
+}
+
+export interface ClusterEvents {
+  roleChanged(role: NodeRole, reason: string, epoch: bigint): void;
+  /** A standby learned (or lost) the active it redirects clients to. */
+  following(active: string | undefined): void;
+  /** A peer refused this node's link (wrong auth token, wrong peer token, not a cluster node…). */
+  peerRefused(address: string, reply: string): void;
+  /**
+   * An incoming connection sent peer frames without authenticating as a peer, or failed the peer
+   * handshake: refused and closed. `node` is the address it claimed, if any. Rate-limited: `count`
+   * is how many refusals this report stands for (the latest one's details).
+   */
+  peerRejected(remote: string, node: string | undefined, reason: string, count: number): void;
+  /**
+   * An authenticated peer link broke the peer protocol (either direction) and was dropped before
+   * the frame was applied. Rate-limited like `peerRejected`.
+   */
+  peerLinkDropped(peer: string, reason: string, count: number): void;
+  /** An epoch from a peer was not believed (far beyond any clock), or none could be taken. */
+  epochRefused(from: string, epoch: bigint, reason: string): void;
+  /** This process did not run for `gapMs` (SIGSTOP, VM pause, GC); as active it holds grants. */
+  stalled(gapMs: number, role: NodeRole): void;
+  /** This node, active, serves clients from now on (after a promotion, or once a hold ended). */
+  serving(epoch: bigint): void;
+  /**
+   * A peer became live (heard within the peer timeout) or stopped being live: once per change, seen
+   * at a heartbeat tick. `role` is the one it last announced. After a stall of this process a peer
+   * is reported lost only once the listening period is over (until then its silence may be ours).
+   */
+  peerLiveness(address: string, live: boolean, role: NodeRole | undefined): void;
+}
