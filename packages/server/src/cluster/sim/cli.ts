@@ -9,7 +9,7 @@ import { type Mutation, type SimResult, simulate } from "./simulator.js";
  * replays it and the schedule's faults. Exit 1 if any schedule failed.
  */
 const USAGE = `usage: pnpm sim [--seeds N] [--seed S | --from F] [--nodes K] [--steps M] [--clients C]
-                [--mutation none|same-node-id|no-skew-margin] [--log]
+                [--mutation none|same-node-id|clock-behind] [--log]
   --seeds N     schedules to run (default 1000), seeds F, F+1, ...
   --from F      first seed (default: random, printed)
   --seed S      run only seed S (with --log: every role change and grant)
@@ -45,7 +45,7 @@ async function main(): Promise<number> {
   const steps = number("steps", values.steps, 8);
   const clients = number("clients", values.clients, 3);
   const mutation = (values.mutation ?? "none") as Mutation;
-  if (!["none", "same-node-id", "no-skew-margin"].includes(mutation))
+  if (!["none", "same-node-id", "clock-behind"].includes(mutation))
     throw new RangeError(`unknown --mutation ${mutation}`);
   const single = values.seed !== undefined;
   const from = single ? number("seed", values.seed, 0) : number("from", values.from, randomInt(1, 2 ** 31));

@@ -7,6 +7,9 @@
  *   (any frame that node processed carried that epoch or a later one, or it is its own): "every
  *   token a node issues after it learned of an epoch E is above every token of E". Grants of two
  *   sides of a partition that never told each other may interleave (documented); they still differ;
+ * - a node that promoted without having heard from every peer since it started (a lone restart)
+ *   grants above every token issued anywhere before it promoted (wall clocks are within the skew
+ *   bound in the simulator);
  * - a holder whose grant a node had in its replicated table when it promoted is not refused by
  *   that node while its lease runs (replicated holders survive failover);
  * - waiters queued on one node for one key are granted in the order they queued;
@@ -40,6 +43,8 @@ export class History {
   readonly #queues = new Map<string, Queued[]>();
   /** Per node term: tokens of the replicated table it promoted with. */
   readonly #inherited = new Map<string, Set<bigint>>();
+  /** Terms of nodes that promoted alone, and when. */
+  readonly #lonePromotions = new Map<string, number>();
   #window: number | undefined;
   #windows = 0;
   readonly counts = {
@@ -72,8 +77,12 @@ export class History {
     } else if (count < 2) this.#window = undefined;
   }
 
-  /** `toldEpoch`: the highest epoch that had reached `node` (its own included). */
+  /**
+   * `toldEpoch`: the highest epoch that had reached `node` (its own included). `term`: the node's
+   * run as the active, checked against a lone promotion's promise.
+   */
   issued(
+    term: string,
     node: string,
     key: string,
     token: bigint,
@@ -96,6 +105,16 @@ export class History {
         `token went backwards: ${describe(before)}, then ${describe(issue)}, which knew epoch ${toldEpoch}`,
       );
     }
+    const lone = this.#lonePromotions.get(term);
+    if (lone !== undefined) {
+      for (const before of this.#issues) {
+        if (before.at >= lone || before.token < token) continue;
+        this.fail(
+          `a lone restart granted ${describe(issue)}, below ${describe(before)} issued before it promoted`,
+        );
+      }
+    }
+    this.#issues.push(issue);
   }
 
   /** `term` names one node's run as the active: its queue order is checked within it. */
@@ -122,8 +141,10 @@ export class History {
     while (queue.length > 0 && !queue[0]!.waiting) queue.shift();
   }
 
-  promoted(term: string, tokens: Set<bigint>): void {
+  /** `lone`: it had not heard from every peer since it started. */
+  promoted(term: string, tokens: Set<bigint>, lone: boolean): void {
     this.#inherited.set(term, tokens);
+    if (lone) this.#lonePromotions.set(term, this.#now());
   }
 
   /** `node` (in `term`) answered a release of `token` with `R key 0`. */

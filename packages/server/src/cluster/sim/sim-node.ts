@@ -162,6 +162,8 @@ export class SimNode implements Host {
    * independent of what the node made of it.
    */
   toldEpoch = 0n;
+  /** Peers this process has processed a frame from since it started (a lone restart has not all). */
+  readonly heardSinceStart = new Set<string>();
   readonly #deferred: Array<() => void> = [];
   readonly #peerConnections = new Set<Connection>();
 
@@ -177,6 +179,7 @@ export class SimNode implements Host {
   start(): void {
     const { config, scheduler } = this;
     this.incarnation += 1;
+    this.heardSinceStart.clear();
     const timers = new TimerQueue(scheduler.clock, { host: "manual" });
     const replicator = new Replicator(timers);
     const lock = new LockNode({
@@ -347,6 +350,7 @@ export class SimNode implements Host {
             continue;
           }
           for (const epoch of epochsIn(frame)) if (epoch > this.toldEpoch) this.toldEpoch = epoch;
+          this.heardSinceStart.add(from);
           session.receive(frame);
         }
         session.flushAcks();

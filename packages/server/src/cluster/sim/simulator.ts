@@ -56,14 +56,17 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
       log?.(`${node.name} grants ${key} ${token} to ${id}`);
       history.serving(world!.servingCount);
       const own = node.lock?.epoch ?? 0n;
-      history.issued(node.name, key, token, id, leaseMs, own > node.toldEpoch ? own : node.toldEpoch);
+      const told = own > node.toldEpoch ? own : node.toldEpoch;
+      history.issued(node.term, node.name, key, token, id, leaseMs, told);
     },
     queued: (node, key, id) => history.queued(node.term, key, id),
     dequeued: (node, key, id, granted) => history.dequeued(node.term, key, id, granted),
     refusedRelease: (node, key, token) => history.refusedRelease(node.term, key, token),
     roleChanged: (node, role, reason) => {
       log?.(`${node.name} ${role}: ${reason} (epoch ${node.lock?.epoch})`);
-      if (role === "active") history.promoted(node.term, new Set(node.table().values()));
+      if (role !== "active" || reason.startsWith("raised epoch")) return;
+      const lone = node.heardSinceStart.size < node.config.peers.length - 1;
+      history.promoted(node.term, new Set(node.table().values()), lone);
     },
     following: (node, active) => log?.(`${node.name} follows ${active ?? "nobody"}`),
     violation: (node, what) => history.fail(`${node.name}: ${what}`),

@@ -5,8 +5,12 @@ import { Rng } from "./rng.js";
 import { Scheduler } from "./scheduler.js";
 import { type NodeObserver, SimNode } from "./sim-node.js";
 
-/** Ways to break the token-epoch rules on purpose: the simulator must then find failures. */
-export type Mutation = "none" | "same-node-id" | "no-skew-margin";
+/**
+ * Ways to break the token-epoch rules or their assumption on purpose: the checker must then find
+ * failures. `same-node-id`: every node has id 0 (epochs are no longer disjoint). `clock-behind`:
+ * the last node's wall clock is 30 s behind, far past the configured skew bound.
+ */
+export type Mutation = "none" | "same-node-id" | "clock-behind";
 
 export interface WorldOptions {
   readonly seed: number;
@@ -55,8 +59,11 @@ export class SimWorld {
           index,
           peers: this.names,
           timing: options.timing ?? DEFAULT_CLUSTER_TIMING,
-          skewMs: (skews.float() * 2 - 1) * maxSkew * 0.9,
-          maxClockSkewMs: mutation === "no-skew-margin" ? 0 : maxSkew,
+          skewMs:
+            mutation === "clock-behind" && index === options.nodes - 1
+              ? -30_000
+              : (skews.float() * 2 - 1) * maxSkew * 0.9,
+          maxClockSkewMs: maxSkew,
           nodeId: mutation === "same-node-id" ? 0 : index,
           wallOrigin: WALL_ORIGIN,
         },
