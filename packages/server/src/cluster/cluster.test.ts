@@ -98,4 +98,22 @@ describe("Cluster over in-memory links", () => {
     expect(world.node(2).table()).toEqual(world.node(0).table());
     expect(world.node(1).table()).toEqual(world.node(0).table());
   });
+
+  it("a one-way cut from the active to a standby makes no rival active (no epoch war, no outage)", async () => {
+    const world = await startedCluster();
+    const epoch = world.node(0).lock!.epoch;
+    let rivals = 0;
+    world.network.cut("n0:7420", "n1:7420");
+    // n1 no longer hears n0, but n2 does and says so in its heartbeats.
+    await world.runUntil(world.now + 10_000, undefined, () => {
+      if (world.servingCount > 1) rivals += 1;
+    });
+    expect(rivals).toBe(0);
+    expect(world.nodes.map((node) => node.lock?.role)).toEqual(["active", "standby", "standby"]);
+    expect(world.node(0).serving).toBe(true);
+    expect(world.node(0).lock!.epoch).toBe(epoch);
+    // n1 redirects its clients to the active it cannot hear but n2 vouches for.
+    const client = await connectScripted(world, "c", "n1:7420");
+    expect(await client.request("A jobs 5000 0 r1")).toBe("M A jobs n0:7420 r1");
+  });
 });

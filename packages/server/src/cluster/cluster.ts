@@ -139,6 +139,11 @@ export class Cluster implements PeerSessionHandler {
     this.#reports.violation(session.peer, reason);
   }
 
+  /** The peer whose snapshot this standby's table holds (undefined on an active, or before one). */
+  get replicaSource(): string | undefined {
+    return this.#replica.source;
+  }
+
   isMember(address: string): boolean {
     return this.membership.peerByAddress(address) !== undefined;
   }
@@ -264,19 +269,22 @@ export class Cluster implements PeerSessionHandler {
   #tick(): void {
     this.guardStall();
     this.#stall.ticked(this.#node.clock.now());
+    const heardActive =
+      this.#node.role === "active" ? this.membership.selfAddress : this.membership.liveActive()?.address;
     const heartbeat = encodePeer({
       peer: "B",
       node: this.membership.selfAddress,
       // While handing off this node no longer serves: the successor must not see a rival active.
       role: this.#handingOff ? "standby" : this.#node.role,
       epoch: this.#node.epoch,
-      ...(this.#node.activeAddress ? { active: this.#node.activeAddress } : {}),
+      // Only an active this node hears itself (or itself): see Membership.vouchedActive.
+      ...(heardActive ? { active: heardActive } : {}),
       highest: this.#node.epochs.highest,
     });
     for (const link of this.#links.values()) link.send(heartbeat);
     this.#reportLiveness();
     if (this.#node.role === "standby" && !this.#busy) {
-      this.#follow(this.membership.liveActive()?.address);
+      this.#follow((this.membership.liveActive() ?? this.membership.vouchedActive())?.address);
       this.#resyncFromActive();
     }
     if (this.#node.role === "active") this.#snapshotNewStandbys();

@@ -147,4 +147,22 @@ describe("Membership: who is active", () => {
     expect(m.livenessChanges().map((peer) => peer.address)).toEqual(["b:1"]);
     expect(m.isLive(m.peerByAddress("b:1")!)).toBe(false);
   });
+
+  it("a higher-priority active vouched for by a live peer keeps a standby from promoting and demotes an active", () => {
+    const { clock, m } = membership("b:1");
+    clock.advance(600);
+    // b:1 cannot hear a:1, but c:1 hears it and names it as its active.
+    m.heard("c:1", "standby", 1n, "a:1");
+    expect(m.vouchedActive()?.address).toBe("a:1");
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "none",
+    });
+    const demote = m.decide({ role: "active", epoch: 1n, highestKnown: 1n, busy: false }, never);
+    expect(demote).toMatchObject({ action: "demote", to: { address: "a:1" } });
+    // Once c:1 no longer names it (it lost a:1 too), b:1 may promote.
+    m.heard("c:1", "standby", 1n, undefined);
+    expect(m.decide({ role: "standby", epoch: 1n, highestKnown: 1n, busy: false }, never)).toEqual({
+      action: "promote",
+    });
+  });
 });

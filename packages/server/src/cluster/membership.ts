@@ -159,6 +159,31 @@ export class Membership {
     );
   }
 
+  /**
+   * The highest-priority active that a live peer vouches for: one heard directly (`liveActive`), or
+   * one that a live peer's heartbeat names as the active it hears. A node cut off from the active in
+   * one direction only still learns from the others that it is alive. Heartbeats name only actives
+   * their sender hears itself, so a dead node cannot be kept alive by nodes vouching for each other.
+   */
+  vouchedActive(): PeerState | undefined {
+    let best: PeerState | undefined;
+    for (const peer of this.peers) {
+      if (peer.index === this.self || !this.isLive(peer)) continue;
+      const named =
+        peer.role === "active"
+          ? peer
+          : peer.active === undefined
+            ? undefined
+            : this.peerByAddress(peer.active);
+      if (named === undefined || named.index === this.self) continue;
+      // What this node hears itself beats hearsay: a node it hears as a standby (it just handed
+      // off, say) is not an active, whatever a peer last heard from it.
+      if (named.role !== "active" && this.isLive(named)) continue;
+      if (best === undefined || named.index < best.index) best = named;
+    }
+    return best;
+  }
+
   /** The live active with the highest priority other than this node, if any. */
   liveActive(): PeerState | undefined {
     return this.peers.find((peer) => peer.index !== this.self && peer.role === "active" && this.isLive(peer));
@@ -180,8 +205,12 @@ export class Membership {
     if (me.busy) return { action: "none" };
     const others = this.peers.filter((peer) => peer.index !== this.self && this.isLive(peer));
     const higher = others.filter((peer) => peer.index < this.self);
+    // A higher-priority active that this node cannot hear (a one-way cut) but a live peer can: this
+    // node must not be a rival to it, or the two would raise their epochs above each other forever.
+    const vouched = this.vouchedActive();
+    const vouchedHigher = vouched !== undefined && vouched.index < this.self ? vouched : undefined;
     if (me.role === "active") {
-      const higherActive = higher.find((peer) => peer.role === "active");
+      const higherActive = higher.find((peer) => peer.role === "active") ?? vouchedHigher;
       if (higherActive) return { action: "demote", to: higherActive };
       // Some node took a later epoch (a rival active after a partition or a stall, just demoted or
       // not) and may have issued tokens this node's next ones would not exceed: move above it first.
@@ -194,6 +223,7 @@ export class Membership {
     if (this.#clock.now() < this.#listenUntil) return { action: "none" };
     if (higher.length > 0) return { action: "none" };
     if (others.some((peer) => peer.role === "active")) return { action: "none" };
+    if (vouchedHigher !== undefined) return { action: "none" };
     return { action: "promote" };
   }
 }

@@ -7,9 +7,9 @@
  *   (any frame that node processed carried that epoch or a later one, or it is its own): "every
  *   token a node issues after it learned of an epoch E is above every token of E". Grants of two
  *   sides of a partition that never told each other may interleave (documented); they still differ;
- * - a node that promoted without having heard from every peer since it started (a lone restart)
- *   grants above every token issued anywhere before it promoted (wall clocks are within the skew
- *   bound in the simulator);
+ * - a node that promoted without having heard from every peer since it started, nor held an
+ *   active's snapshot (a lone restart), grants above every token issued anywhere before it
+ *   promoted (wall clocks are within the skew bound in the simulator);
  * - a holder whose grant a node had in its replicated table when it promoted is not refused by
  *   that node while its lease runs (replicated holders survive failover);
  * - waiters queued on one node for one key are granted in the order they queued;

@@ -164,6 +164,8 @@ export class SimNode implements Host {
   toldEpoch = 0n;
   /** Peers this process has processed a frame from since it started (a lone restart has not all). */
   readonly heardSinceStart = new Set<string>();
+  /** This process has held an active's snapshot (it then knows what that active knew). */
+  syncedSinceStart = false;
   readonly #deferred: Array<() => void> = [];
   readonly #peerConnections = new Set<Connection>();
 
@@ -180,6 +182,7 @@ export class SimNode implements Host {
     const { config, scheduler } = this;
     this.incarnation += 1;
     this.heardSinceStart.clear();
+    this.syncedSinceStart = false;
     const timers = new TimerQueue(scheduler.clock, { host: "manual" });
     const replicator = new Replicator(timers);
     const lock = new LockNode({
@@ -352,6 +355,7 @@ export class SimNode implements Host {
           for (const epoch of epochsIn(frame)) if (epoch > this.toldEpoch) this.toldEpoch = epoch;
           this.heardSinceStart.add(from);
           session.receive(frame);
+          if (this.cluster?.replicaSource !== undefined) this.syncedSinceStart = true;
         }
         session.flushAcks();
         this.lock?.afterRequests();

@@ -65,7 +65,9 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     roleChanged: (node, role, reason) => {
       log?.(`${node.name} ${role}: ${reason} (epoch ${node.lock?.epoch})`);
       if (role !== "active" || reason.startsWith("raised epoch")) return;
-      const lone = node.heardSinceStart.size < node.config.peers.length - 1;
+      // Lone as docs/consistency.md has it: not heard from every peer since it started, nor held
+      // an active's snapshot (which carries what that active knew).
+      const lone = node.heardSinceStart.size < node.config.peers.length - 1 && !node.syncedSinceStart;
       history.promoted(node.term, new Set(node.table().values()), lone);
     },
     following: (node, active) => log?.(`${node.name} follows ${active ?? "nobody"}`),
