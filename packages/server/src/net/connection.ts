@@ -88,7 +88,8 @@ export class ClientConnection implements AcquireSink {
     this.#socket = socket;
     this.#ctx = ctx;
     this.#decoder = new RequestDecoder(ctx.protocolLimits);
-    this.#session = ctx.node.engine.openSession();
+    // Labelled with the client address: `/locks` shows which client holds a key.
+    this.#session = ctx.node.engine.openSession(this.remoteAddress);
     this.#authenticated = ctx.auth === undefined;
     socket.setNoDelay(true);
     this.#writer = new SocketWriter(socket, () => this.#drained());
