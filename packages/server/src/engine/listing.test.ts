@@ -102,7 +102,7 @@ describe("LockEngine listing", () => {
     expect(e.listHeld({ prefix: "job:", after: "job:z", limit: 1 })).toEqual({ keys: [], more: false });
   });
 
-  it("stays equal to the key map through grants, releases and expiries, during and after the build", () => {
+  it("stays equal to the key map through grants, releases, expiries and replication, during and after the build", () => {
     fc.assert(
       fc.property(
         fc.array(
@@ -112,6 +112,9 @@ describe("LockEngine listing", () => {
             fc.record({ op: fc.constant("step" as const) }),
             fc.record({ op: fc.constant("expire" as const) }),
             fc.record({ op: fc.constant("clear" as const) }),
+            fc.record({ op: fc.constant("list" as const) }),
+            fc.record({ op: fc.constant("install" as const), key: anyKey }),
+            fc.record({ op: fc.constant("remove" as const), key: anyKey }),
           ),
           { maxLength: 300 },
         ),
@@ -128,7 +131,16 @@ describe("LockEngine listing", () => {
               const token = tokens.get(step.key);
               if (token !== undefined) e.release(step.key, token);
               tokens.delete(step.key);
+            } else if (step.op === "install") {
+              // Replication: a standby's table follows the active's stream.
+              e.installHolder(step.key, 7n, 1_000, undefined);
+              tokens.set(step.key, 7n);
+            } else if (step.op === "remove") {
+              e.removeHolder(step.key);
+              tokens.delete(step.key);
             } else if (step.op === "step") e.prepareListing(2);
+            else if (step.op === "list")
+              expect(listAll(e, "", 3)).toEqual([...tokens.keys()].sort(byteOrder));
             else if (step.op === "clear") {
               e.clear();
               tokens.clear();
