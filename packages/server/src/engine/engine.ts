@@ -1,8 +1,8 @@
 import { DeadlineHeap } from "@lock/deadline-heap";
 import type { Clock } from "./clock.js";
 import { HeldKeyIndex } from "./held-key-index.js";
-import { compareKeys } from "./sorted-keys.js";
 import { KeyState, Session, Waiter } from "./records.js";
+import { compareKeys } from "./sorted-keys.js";
 import type { TokenIssuer } from "./token-issuer.js";
 
 /**

@@ -68,7 +68,12 @@ describe("SortedKeys", () => {
     expect([...set.from("", false)]).toEqual([...new Set(keys)].sort(byteOrder));
     for (const key of keys.slice(0, 4990)) set.delete(key);
     expect([...set.from("", false)]).toEqual(keys.slice(4990).sort(byteOrder));
-    expect([...set.from("k4", true)]).toEqual(keys.slice(4990).filter((k) => k > "k4").sort(byteOrder));
+    expect([...set.from("k4", true)]).toEqual(
+      keys
+        .slice(4990)
+        .filter((k) => k > "k4")
+        .sort(byteOrder),
+    );
   });
 });
 
