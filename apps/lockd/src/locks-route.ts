@@ -4,8 +4,8 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 
 export const DEFAULT_LOCKS_LIMIT = 100;
 export const MAX_LOCKS_LIMIT = 1000;
-/** Keys added to the ordered index per event-loop turn while it is first built (~10 ms a step). */
-const INDEX_BUILD_STEP = 10_000;
+/** Keys added to the ordered index per event-loop turn while it is first built (a few ms a step). */
+const INDEX_BUILD_STEP = 2_000;
 /** With no listing for this long, the engine drops its ordered index and stops maintaining it. */
 const INDEX_IDLE_MS = 10 * 60_000;
 

@@ -280,7 +280,7 @@ export class LockEngine<P> {
     if (state === undefined) {
       state = new KeyState<P>(key, token, id, undefined);
       this.#keys.set(key, state);
-      this.#index?.touched(key);
+      this.#index?.added(key);
     } else {
       state.token = token;
       state.holderId = id;
@@ -314,7 +314,7 @@ export class LockEngine<P> {
     for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
     this.#heap.remove(state);
     this.#keys.delete(key);
-    this.#index?.touched(key);
+    this.#index?.removed(key);
   }
 
   /** Forgets every holder and waiter (a standby about to load a snapshot, or a demoted node). */
@@ -453,7 +453,7 @@ export class LockEngine<P> {
     const token = this.#tokens.next();
     const state = new KeyState<P>(key, token, id, session);
     this.#keys.set(key, state);
-    this.#index?.touched(key);
+    this.#index?.added(key);
     this.#heap.schedule(state, this.#clock.now() + leaseMs);
     this.counters.grants += 1;
     this.#journal?.grant(key, token, leaseMs, id, state.deadline);
@@ -466,7 +466,7 @@ export class LockEngine<P> {
     if (next === undefined) {
       this.#heap.remove(state);
       this.#keys.delete(state.key);
-      this.#index?.touched(state.key);
+      this.#index?.removed(state.key);
       return;
     }
     this.#dropWaiter(next);

@@ -12,18 +12,21 @@ const FLUSH_AT = 4096;
  * - The first listing builds it in steps (`build(budget)`) from the live key map, so building on a
  *   million keys never blocks the event loop for long (a long block would look like a stall to the
  *   cluster and delay lease expiry).
- * - From then on the engine only *logs* each key that appeared or disappeared (an array push); the
- *   log is applied when a listing reads, or every `FLUSH_AT` keys. Applying asks the key map whether
- *   the key is held *now*, so the operations are idempotent, order does not matter, and a key that
- *   was granted and freed between two reads costs two no-op lookups, not an insert and a delete.
+ * - From then on the engine reports each key that appeared or left (`added`/`removed`) into a map
+ *   of pending changes, applied when a listing reads or past `FLUSH_AT` keys. A key granted and
+ *   freed between two reads cancels out in that map: the sorted set, whose compares are the
+ *   expensive part, only sees keys that stayed.
  *
- * Correct during a build too: the key map's iterator visits keys added after it started, skips keys
- * deleted before it reached them, and every change meanwhile is in the log.
+ * During the build the map only records which keys changed, and applying asks the key map whether
+ * each is held *now* (idempotent, order-free): the key map's iterator may or may not have visited
+ * a changed key, so nothing can cancel out. Correct because that iterator visits keys added after
+ * it started and skips keys deleted before it reached them.
  */
 export class HeldKeyIndex {
   readonly #keys = new SortedKeys();
   readonly #isHeld: (key: string) => boolean;
-  #log: string[] = [];
+  /** Key -> held, relative to `#keys` (once built: `#keys` plus these is the key map). */
+  #pending = new Map<string, boolean>();
   #building: Iterator<string> | undefined;
 
   constructor(heldKeys: Iterable<string>, isHeld: (key: string) => boolean) {
@@ -31,15 +34,24 @@ export class HeldKeyIndex {
     this.#building = heldKeys[Symbol.iterator]();
   }
 
-  /** The key appeared in or left the key map. Hot path: one push, a flush every `FLUSH_AT`. */
-  touched(key: string): void {
-    if (this.#log.push(key) >= FLUSH_AT) this.#flush();
+  /** `key` entered the key map. Hot path: a map operation, a flush every `FLUSH_AT` keys. */
+  added(key: string): void {
+    // Built: a removal still pending means the key is in the sorted set; back again, no change.
+    if (this.#building === undefined && this.#pending.get(key) === false) this.#pending.delete(key);
+    else this.#pend(key, true);
+  }
+
+  /** `key` left the key map. */
+  removed(key: string): void {
+    // Built: an insert still pending means the key never reached the sorted set.
+    if (this.#building === undefined && this.#pending.get(key) === true) this.#pending.delete(key);
+    else this.#pend(key, false);
   }
 
   /** Every key left the key map. */
   cleared(): void {
     this.#keys.clear();
-    this.#log = [];
+    this.#pending = new Map();
     this.#building = undefined;
   }
 
@@ -54,6 +66,8 @@ export class HeldKeyIndex {
     for (let i = 0; i < budget; i++) {
       const next = building.next();
       if (next.done) {
+        // From here on `#keys` plus `#pending` must be the key map: apply what changed meanwhile.
+        this.#flush();
         this.#building = undefined;
         return true;
       }
@@ -69,16 +83,17 @@ export class HeldKeyIndex {
     return this.#keys.from(from, exclusive);
   }
 
-  get size(): number {
-    this.#flush();
-    return this.#keys.size;
+  #pend(key: string, held: boolean): void {
+    this.#pending.set(key, held);
+    if (this.#pending.size >= FLUSH_AT) this.#flush();
   }
 
   #flush(): void {
-    const log = this.#log;
-    if (log.length === 0) return;
-    this.#log = [];
-    for (const key of log) {
+    const pending = this.#pending;
+    if (pending.size === 0) return;
+    this.#pending = new Map();
+    // Asking the key map (not the recorded value) keeps this right during the build as well.
+    for (const key of pending.keys()) {
       if (this.#isHeld(key)) this.#keys.add(key);
       else this.#keys.delete(key);
     }

@@ -4,6 +4,9 @@
  * search over each chunk's first key. At a million keys that is ~11 compares to find the chunk and
  * ~9 inside it, and an insert moves at most `MAX_CHUNK` array slots; simpler than a B-tree, and as
  * fast at this size. Not thread-safe, no events: the engine's `HeldKeyIndex` drives it.
+ *
+ * Keys are stored as their `sortKey`, which JavaScript's native `<` (UTF-16 code units, fast) orders
+ * by code point; for keys without characters from U+D800 up (nearly all) that is the key itself.
  */
 const MAX_CHUNK = 1024;
 
@@ -17,7 +20,8 @@ export class SortedKeys {
   }
 
   /** Adds `key`; false if it was there. */
-  add(key: string): boolean {
+  add(original: string): boolean {
+    const key = sortKey(original);
     if (this.#chunks.length === 0) {
       this.#chunks.push([key]);
       this.#size = 1;
@@ -34,7 +38,8 @@ export class SortedKeys {
   }
 
   /** Removes `key`; false if it was not there. */
-  delete(key: string): boolean {
+  delete(original: string): boolean {
+    const key = sortKey(original);
     if (this.#chunks.length === 0) return false;
     const c = this.#chunkFor(key);
     const chunk = this.#chunks[c]!;
@@ -52,15 +57,16 @@ export class SortedKeys {
   }
 
   /** Keys from the first one `>= from` (or `> from` when `exclusive`), ascending. */
-  *from(from: string, exclusive: boolean): Generator<string> {
+  *from(original: string, exclusive: boolean): Generator<string> {
     if (this.#chunks.length === 0) return;
+    const from = sortKey(original);
     let c = this.#chunkFor(from);
     let at = lowerBound(this.#chunks[c]!, from);
     if (exclusive && this.#chunks[c]![at] === from) at += 1;
     for (; c < this.#chunks.length; c++, at = 0) {
       const chunk = this.#chunks[c]!;
       // Copy-free walk; the caller must not change the set while it iterates.
-      for (; at < chunk.length; at++) yield chunk[at]!;
+      for (; at < chunk.length; at++) yield originalKey(chunk[at]!);
     }
   }
 
@@ -70,7 +76,7 @@ export class SortedKeys {
     let high = this.#chunks.length - 1;
     while (low < high) {
       const mid = (low + high + 1) >>> 1;
-      if (compareKeys(this.#chunks[mid]![0]!, key) <= 0) low = mid;
+      if (this.#chunks[mid]![0]! <= key) low = mid;
       else high = mid - 1;
     }
     return low;
@@ -83,30 +89,44 @@ function lowerBound(chunk: readonly string[], key: string): number {
   let high = chunk.length;
   while (low < high) {
     const mid = (low + high) >>> 1;
-    if (compareKeys(chunk[mid]!, key) < 0) low = mid + 1;
+    if (chunk[mid]! < key) low = mid + 1;
     else high = mid;
   }
   return low;
 }
 
+/** Any unit from 0xD800 up: a surrogate, or U+E000–U+FFFF. */
+const HIGH_UNITS = /[\ud800-\uffff]/;
+
 /**
- * Code-point order, which is UTF-8 byte order. JavaScript's `<` compares UTF-16 code units, which
- * puts a surrogate pair (U+10000 and up) before U+E000–U+FFFF; only that case needs fixing.
+ * A string whose UTF-16 order is `key`'s code-point order (UTF-8 byte order). JavaScript's `<` puts
+ * a surrogate pair (U+10000 and up) before U+E000–U+FFFF, the only disagreement; remapping units
+ * from 0xD800 up (surrogates above 0xF7FF, U+E000–U+FFFF below) fixes it. A bijection on 16-bit
+ * units, so `originalKey` undoes it.
  */
-export function compareKeys(a: string, b: string): number {
-  if (a === b) return 0;
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    if (x >= 0xd800 && y >= 0xd800) return codePointRank(x) - codePointRank(y);
-    return x - y;
+export function sortKey(key: string): string {
+  if (!HIGH_UNITS.test(key)) return key;
+  let mapped = "";
+  for (let i = 0; i < key.length; i++) {
+    const unit = key.charCodeAt(i);
+    mapped += String.fromCharCode(unit < 0xd800 ? unit : unit >= 0xe000 ? unit - 0x800 : unit + 0x2000);
   }
-  return a.length - b.length;
+  return mapped;
 }
 
-/** Surrogates (0xD800–0xDFFF) rank above 0xE000–0xFFFF, as the code points they encode do. */
-function codePointRank(unit: number): number {
-  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+function originalKey(stored: string): string {
+  if (!HIGH_UNITS.test(stored)) return stored;
+  let key = "";
+  for (let i = 0; i < stored.length; i++) {
+    const unit = stored.charCodeAt(i);
+    key += String.fromCharCode(unit < 0xd800 ? unit : unit >= 0xf800 ? unit - 0x2000 : unit + 0x800);
+  }
+  return key;
+}
+
+/** Code-point order, which is UTF-8 byte order (for keys that are not stored). */
+export function compareKeys(a: string, b: string): number {
+  const x = sortKey(a);
+  const y = sortKey(b);
+  return x < y ? -1 : x > y ? 1 : 0;
 }
