@@ -104,7 +104,8 @@ function renderNodes(status) {
     nameCell.append(name, where);
     cell(row, nameCell, "key");
     cell(row, badge(state), "state");
-    cell(row, peer.epoch);
+    // A node that was never active has taken no epoch: "0" would read like a value.
+    cell(row, peer.epoch === "0" ? "none yet" : peer.epoch);
     cell(row, linkText(peer));
     cell(row, lagText(peer, status));
   }
