@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { LineClient, LockdCluster, LockdProcess } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
+import type { LocksPage } from "./locks-route.js";
 
 /**
  * The admin API beyond /status: /locks (paging, prefix, limits, holder), /readyz on every role,
@@ -28,17 +29,6 @@ async function connect(port: number): Promise<LineClient> {
   const client = await LineClient.connect(port);
   clients.push(client);
   return client;
-}
-
-interface LocksPage {
-  locks: Array<{
-    key: string;
-    token: string;
-    leaseRemainingMs: number;
-    waiters: number;
-    holder: string | null;
-  }>;
-  nextCursor: string | null;
 }
 
 /** Every page of /locks with `query`, following nextCursor. */

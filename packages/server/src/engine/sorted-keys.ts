@@ -105,23 +105,22 @@ const HIGH_UNITS = /[\ud800-\uffff]/;
  * units, so `originalKey` undoes it.
  */
 export function sortKey(key: string): string {
-  if (!HIGH_UNITS.test(key)) return key;
-  let mapped = "";
-  for (let i = 0; i < key.length; i++) {
-    const unit = key.charCodeAt(i);
-    mapped += String.fromCharCode(unit < 0xd800 ? unit : unit >= 0xe000 ? unit - 0x800 : unit + 0x2000);
-  }
-  return mapped;
+  return remapHighUnits(key, (unit) => (unit >= 0xe000 ? unit - 0x800 : unit + 0x2000));
 }
 
 function originalKey(stored: string): string {
-  if (!HIGH_UNITS.test(stored)) return stored;
-  let key = "";
-  for (let i = 0; i < stored.length; i++) {
-    const unit = stored.charCodeAt(i);
-    key += String.fromCharCode(unit < 0xd800 ? unit : unit >= 0xf800 ? unit - 0x2000 : unit + 0x800);
+  return remapHighUnits(stored, (unit) => (unit >= 0xf800 ? unit - 0x2000 : unit + 0x800));
+}
+
+/** `text` with every unit from 0xD800 up replaced by `map(unit)`; `text` itself if it has none. */
+function remapHighUnits(text: string, map: (unit: number) => number): string {
+  if (!HIGH_UNITS.test(text)) return text;
+  let mapped = "";
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    mapped += String.fromCharCode(unit < 0xd800 ? unit : map(unit));
   }
-  return key;
+  return mapped;
 }
 
 /** Code-point order, which is UTF-8 byte order (for keys that are not stored). */
