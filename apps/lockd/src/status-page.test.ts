@@ -102,5 +102,6 @@ describe.skipIf(!available)(`status page in Chromium (${CHROMIUM_PATH})`, () => 
     expect(errors).toEqual([]);
     expect(requested.length).toBeGreaterThan(3);
     for (const url of requested) expect(url.startsWith(`${origin}/`), url).toBe(true);
-  });
+    // A browser, a cluster and a failover: more than the default 20 s on a busy machine.
+  }, 90_000);
 });
