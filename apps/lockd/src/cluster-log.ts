@@ -54,6 +54,10 @@ export class ClusterLog {
 
   peerLiveness(address: string, live: boolean, role: NodeRole | undefined): void {
     this.#push({ at: this.#wallNow(), kind: "peer", node: address, live, role: role ?? null });
+    // The active we follow went silent and came back: its stream may have restarted with a new
+    // snapshot, so the standby counts as syncing again from now.
+    if (live && this.#following?.active === address)
+      this.#following = { active: address, since: this.#monotonicNow() };
   }
 
   following(active: string | undefined): void {

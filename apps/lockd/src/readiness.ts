@@ -37,7 +37,8 @@ export interface Readiness {
  * A standby cannot see its own snapshot state through the cluster's public surface, so "in sync"
  * is judged from what it can see: it follows a live active, both peer links are up (the active's
  * heartbeats arrive on the link that carries its stream, and our heartbeats on ours make us live
- * to it), and that has held for `syncGraceMs` (lockd: one peer timeout). The active snapshots a live
+ * to it), and that has held for `syncGraceMs` (lockd: one peer timeout) since it began to follow
+ * that active or heard it again after a silence (ClusterLog). The active snapshots a live
  * standby at its next heartbeat, so that window covers it unless the snapshot is huge.
  */
 export function readiness(input: ReadinessInput): Readiness {
