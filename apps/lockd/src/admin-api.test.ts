@@ -163,6 +163,22 @@ describe("GET /version and /readyz", () => {
         reason: `standby in sync with the active ${cluster.advertised(0)}`,
       },
     });
+    // A standby lists its replica of the active's table: same token, no holder address known.
+    const client = await connect(cluster.nodes[0]!.port);
+    const token = (await client.request("A replicated:key 60 0 rk1")).split(" ")[2];
+    const listed = async () => {
+      for (;;) {
+        const response = await fetch(
+          `http://127.0.0.1:${cluster.nodes[1]!.adminPort}/locks?prefix=replicated:`,
+        );
+        const page = (await response.json()) as LocksPage;
+        if (page.locks.length > 0) return page;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    expect((await listed()).locks).toEqual([
+      { key: "replicated:key", token, leaseRemainingMs: expect.any(Number), waiters: 0, holder: null },
+    ]);
     // Cut every link into the active: the standbys still hear its heartbeats (its own links are
     // up), so nobody promotes, but their links to it are down: not in sync. A stable state.
     cluster.isolate(0);

@@ -5,8 +5,8 @@ import { CHROMIUM_PATH, hasChromium, launchChromium } from "./browser.js";
 
 /**
  * The live status page in a real headless Chromium, served by a real 3-node cluster: it loads
- * only from the lockd admin origin, shows each node's role, asks for the admin token, and follows a
- * failover (kill -9 of the active) by itself.
+ * only from the lockd admin origin, shows each node's role, asks for the admin token, follows a
+ * failover (kill -9 of the active) by itself, and says so when its own node stops answering.
  */
 const ADMIN_TOKEN = "admin-token-of-24-chars!";
 const available = hasChromium();
@@ -96,10 +96,18 @@ describe.skipIf(!available)(`status page in Chromium (${CHROMIUM_PATH})`, () => 
       await page.reload();
       await nodeShown(page, cluster.advertised(1), "active");
       expect(await page.isHidden("#login")).toBe(true);
+
+      // No script error or refused request while its node lived (the polls after its death fail).
+      expect(errors).toEqual([]);
+      // The page's own node dies: the banner says so, and the last data stays.
+      await cluster.nodes[1]!.kill("SIGKILL");
+      await page.waitForSelector('#freshness[data-stale="true"]', { timeout: 20_000 });
+      expect(await page.textContent("#freshness")).toMatch(/^NO ANSWER from this node for /);
+      expect(await page.textContent("#self-role")).toBe("ACTIVE");
     } finally {
       await context.close();
     }
-    expect(errors).toEqual([]);
+    expect(errors.filter((error) => !error.includes("ERR_CONNECTION_REFUSED"))).toEqual([]);
     expect(requested.length).toBeGreaterThan(3);
     for (const url of requested) expect(url.startsWith(`${origin}/`), url).toBe(true);
     // A browser, a cluster and a failover: more than the default 20 s on a busy machine.
