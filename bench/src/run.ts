@@ -11,6 +11,7 @@ const BENCHES: readonly string[] = [
   "fence-bench.js",
   "client-bench.js",
   "cluster-bench.js",
+  "locks-bench.js",
 ];
 
 let failed = 0;

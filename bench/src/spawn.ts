@@ -38,6 +38,8 @@ export function firstJsonLine<T>(
 
 export interface Served {
   readonly port: number;
+  /** lockd's admin port, when started with --admin. */
+  readonly adminPort?: number | undefined;
   readonly child: ChildProcess;
   stop(): void;
 }
@@ -45,8 +47,16 @@ export interface Served {
 export async function startLockd(cpus: string | undefined, extra: string[] = []): Promise<Served> {
   const dataDir = mkdtempSync(join(tmpdir(), "lockd-bench-"));
   const child = spawnPinned(cpus, [LOCKD_MAIN, "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...extra]);
-  const ready = await firstJsonLine<{ port: number }>(child, (v) => v.msg === "lockd ready");
-  return { port: ready.port, child, stop: () => child.kill("SIGKILL") };
+  const ready = await firstJsonLine<{ port: number; adminPort: number | null }>(
+    child,
+    (v) => v.msg === "lockd ready",
+  );
+  return {
+    port: ready.port,
+    adminPort: ready.adminPort ?? undefined,
+    child,
+    stop: () => child.kill("SIGKILL"),
+  };
 }
 
 export async function startEchoServer(cpus: string | undefined): Promise<Served> {

@@ -1,20 +1,33 @@
 import { type LockServer, SecretChecker } from "@lock/server";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { HostPort } from "./address.js";
+import type { ClusterLog } from "./cluster-log.js";
+import { registerLocksRoute } from "./locks-route.js";
 import type { LockdMetrics } from "./metrics.js";
-import type { RateMeter } from "./rate-meter.js";
+import { readiness } from "./readiness.js";
+import type { StatusHistory } from "./status-history.js";
+import { registerStatusPage, STATUS_PAGE_PATHS } from "./status-page.js";
+
+/** Keys listed under "most contended" in /status. */
+const CONTENDED_SHOWN = 10;
 
 export interface AdminDeps {
   readonly server: LockServer;
   readonly metrics: LockdMetrics;
-  readonly grantRate: RateMeter;
+  readonly history: StatusHistory;
+  readonly clusterLog: ClusterLog;
   readonly version: string;
-  /** When set, every route but /healthz asks for `Authorization: Bearer <adminToken>`. */
+  /** A standby counts as in sync after following a live active this long (one peer timeout). */
+  readonly syncGraceMs: number;
+  /**
+   * When set, every route but /healthz, /readyz and the status page's static files asks for
+   * `Authorization: Bearer <adminToken>`.
+   */
   readonly adminToken?: string | undefined;
 }
 
 /** The node's status, as `GET /status` returns it. */
-export function nodeStatus({ server, grantRate, version }: AdminDeps) {
+export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) {
   const node = server.node;
   return {
     version,
@@ -26,34 +39,67 @@ export function nodeStatus({ server, grantRate, version }: AdminDeps) {
     connections: server.connectionCount,
     keysHeld: node.engine.keyCount,
     waiters: node.engine.waiterCount,
-    grantsPerSecond: Math.round(grantRate.perSecond() * 10) / 10,
+    grantsPerSecond: history.grantsPerSecond(performance.now()),
     counters: { ...node.engine.counters },
     cluster: server.cluster ? { peers: server.cluster.peerStatus(), ...server.cluster.counters } : null,
+    mostContended: node.engine.mostContended(CONTENDED_SHOWN),
+    recentChanges: clusterLog.recent(),
   };
 }
 
+export function nodeReadiness({ server, clusterLog, syncGraceMs }: AdminDeps) {
+  const node = server.node;
+  const active = node.activeAddress;
+  return readiness({
+    role: node.role,
+    serving: node.serving,
+    peers: server.cluster?.peerStatus(),
+    active,
+    followingForMs: active === undefined ? undefined : clusterLog.followingFor(active),
+    syncGraceMs,
+  });
+}
+
+/** Open without the admin token: probes (which say little) and the page's static files. */
+const PUBLIC_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", ...STATUS_PAGE_PATHS]);
+
 /**
- * The HTTP admin server: health, status and Prometheus metrics. Read-only. With an admin token, only
- * /healthz answers without it: a load balancer's health check needs no secret, and says nothing.
+ * The HTTP admin server: health, readiness, status, history, lock listing, Prometheus metrics and the
+ * live status page. Read-only. With an admin token, only the probes and the page's files answer
+ * without it: a load balancer's checks need no secret, and the page asks for the token itself.
  */
-export async function startAdmin(listen: HostPort, deps: AdminDeps): Promise<FastifyInstance> {
+export async function buildAdmin(deps: AdminDeps): Promise<FastifyInstance> {
   const app = Fastify({ logger: false });
   if (deps.adminToken !== undefined) requireBearer(app, new SecretChecker(deps.adminToken));
   app.get("/healthz", async () => ({ status: "ok" }));
+  app.get("/readyz", async (_request, reply) => {
+    const ready = nodeReadiness(deps);
+    return reply.code(ready.ready ? 200 : 503).send(ready);
+  });
+  app.get("/version", async () => ({ version: deps.version, node: process.versions.node }));
   app.get("/status", async () => nodeStatus(deps));
+  app.get("/history", async () => ({ intervalMs: 1000, points: deps.history.points() }));
+  registerLocksRoute(app, deps.server);
   app.get("/metrics", async (_request, reply) => {
     reply.header("content-type", deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });
+  registerStatusPage(app);
+  return app;
+}
+
+export async function startAdmin(listen: HostPort, deps: AdminDeps): Promise<FastifyInstance> {
+  const app = await buildAdmin(deps);
   await app.listen({ host: listen.host, port: listen.port });
   return app;
 }
 
-/** Refuses (401) every request but /healthz whose bearer token is not the admin token. */
+/** Refuses (401) every request but the public paths whose bearer token is not the admin token. */
 function requireBearer(app: FastifyInstance, token: SecretChecker): void {
   app.addHook("onRequest", async (request, reply) => {
     // The matched route, not the raw URL: "/healthz?x" is /healthz, and an unknown path needs the token.
-    if (request.routeOptions.url === "/healthz") return;
+    const route = request.routeOptions.url;
+    if (route !== undefined && PUBLIC_PATHS.has(route)) return;
     const presented = /^Bearer (\S+)$/i.exec(request.headers.authorization ?? "")?.[1] ?? "";
     // Constant-time compare; an absent token is compared like a wrong one.
     if (token.matches(presented)) return;

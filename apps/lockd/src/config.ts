@@ -84,7 +84,7 @@ const FLAGS = {
   "data-dir": { env: "LOCKD_DATA_DIR", default: ".lockd", help: "directory for the token epoch" },
   admin: {
     env: "LOCKD_ADMIN",
-    help: "host:port for the HTTP admin server (healthz, status, metrics); off if unset",
+    help: "host:port for the HTTP admin server (status page, healthz, readyz, status, locks, metrics); off if unset",
   },
   "admin-token-file": {
     env: "LOCKD_ADMIN_TOKEN_FILE",

@@ -214,7 +214,7 @@ describe("lockd process", () => {
     expect(JSON.stringify(lockd.logs)).not.toContain("guessed-secret");
   });
 
-  it("asks for the admin token, when one is set, on everything but /healthz", async () => {
+  it("asks for the admin token, when one is set, on everything but the probes and the page's files", async () => {
     const adminToken = "admin-token-of-24-chars!";
     const lockd = await start({ admin: true, env: { LOCKD_ADMIN_TOKEN: adminToken } });
     const base = `http://127.0.0.1:${lockd.adminPort}`;
@@ -222,7 +222,11 @@ describe("lockd process", () => {
       fetch(`${base}${path}`, authorization ? { headers: { authorization } } : {});
     expect((await get("/healthz")).status).toBe(200);
     expect((await get("/healthz?probe=1")).status).toBe(200);
-    for (const path of ["/metrics", "/status", "/metrics?x=/healthz", "/nowhere"]) {
+    // The page's static files hold no data; the page asks for the token before it reads any.
+    for (const path of ["/readyz", "/", "/status.js", "/status.css", "/?x=1"])
+      expect((await get(path)).status, path).toBe(200);
+    const guarded = ["/metrics", "/status", "/history", "/locks", "/version", "/metrics?x=/healthz"];
+    for (const path of [...guarded, "/nowhere", "/index.html", "/status.js/x"]) {
       const refused = await get(path);
       expect(refused.status, path).toBe(401);
       expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="lockd"');

@@ -5,9 +5,10 @@ import { pino } from "pino";
 import { ConfigError } from "./address.js";
 import { startAdmin } from "./admin.js";
 import { AuthFailureLog } from "./auth-failure-log.js";
+import { ClusterLog } from "./cluster-log.js";
 import { parseConfig, usage } from "./config.js";
 import { LockdMetrics } from "./metrics.js";
-import { RateMeter } from "./rate-meter.js";
+import { StatusHistory } from "./status-history.js";
 
 const version: string = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
 
@@ -36,11 +37,14 @@ async function main(): Promise<void> {
   const log = pino({ name: "lockd", level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   const authFailures = new AuthFailureLog((fields, message) => log.warn(fields, message));
   const metrics = new LockdMetrics((remote) => authFailures.failed(remote));
+  // Filled by the cluster's events below: the status page's recent changes, /readyz's sync view.
+  let server: LockServer | undefined;
+  const clusterLog = new ClusterLog(() => server?.node.advertise ?? "this node");
 
   if (config.peers && config.peerToken === undefined) {
     log.warn("no peer token (--insecure): anyone who reaches the client port can join this cluster");
   }
-  const server = await LockServer.start({
+  server = await LockServer.start({
     host: config.listen.host,
     port: config.listen.port,
     dataDir: config.dataDir,
@@ -62,9 +66,13 @@ async function main(): Promise<void> {
             events: {
               roleChanged: (role, reason, epoch) => {
                 metrics.roleChanged(role);
+                clusterLog.roleChanged(role, reason, epoch);
                 log.info({ role, reason, epoch: epoch.toString() }, "role changed");
               },
-              following: (active) => log.info({ active: active ?? null }, "following active"),
+              following: (active) => {
+                clusterLog.following(active);
+                log.info({ active: active ?? null }, "following active");
+              },
               peerRefused: (peer, reply) => log.error({ peer, reply }, "peer refused the cluster link"),
               // Rate-limited by the server (one line per 10 s, `count` says how many it stands for).
               peerRejected: (remote, node, reason, count) =>
@@ -73,10 +81,11 @@ async function main(): Promise<void> {
                 log.error({ peer, reason, count }, "peer link dropped"),
               serving: (epoch) => log.info({ epoch: epoch.toString() }, "serving"),
               // One line per change (a peer that flaps logs each flap), never one per heartbeat.
-              peerLiveness: (peer, live, role) =>
-                live
-                  ? log.info({ peer, role: role ?? null }, "peer live")
-                  : log.warn({ peer, role: role ?? null }, "peer lost"),
+              peerLiveness: (peer, live, role) => {
+                clusterLog.peerLiveness(peer, live, role);
+                if (live) log.info({ peer, role: role ?? null }, "peer live");
+                else log.warn({ peer, role: role ?? null }, "peer lost");
+              },
               epochRefused: (from, epoch, reason) =>
                 log.error({ from, epoch: epoch.toString(), reason }, "epoch refused"),
               stalled: (gapMs, role) =>
@@ -92,9 +101,24 @@ async function main(): Promise<void> {
       : {}),
   });
   metrics.attach(server);
-  const grantRate = new RateMeter(() => server.node.engine.counters.grants);
+  const engine = server.node.engine;
+  const history = new StatusHistory({
+    grants: () => engine.counters.grants,
+    handoffs: () => engine.counters.handoffs,
+    keysHeld: () => engine.keyCount,
+    waiters: () => engine.waiterCount,
+  });
+  const stopHistory = history.start();
   const admin = config.admin
-    ? await startAdmin(config.admin, { server, metrics, grantRate, version, adminToken: config.adminToken })
+    ? await startAdmin(config.admin, {
+        server,
+        metrics,
+        history,
+        clusterLog,
+        version,
+        syncGraceMs: config.peerTimeoutMs,
+        adminToken: config.adminToken,
+      })
     : undefined;
   const adminAddress = admin?.server.address();
 
@@ -107,7 +131,7 @@ async function main(): Promise<void> {
     }
     stopping = true;
     log.info({ signal }, "stopping");
-    grantRate.stop();
+    stopHistory();
     await Promise.all([server.close(config.shutdownGraceMs), admin?.close()]);
     authFailures.flush();
     log.info("stopped");

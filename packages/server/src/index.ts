@@ -8,6 +8,8 @@ export type {
   EngineEvents,
   EngineJournal,
   EngineLimits,
+  HeldKey,
+  ListHeldInput,
   Session,
   TryAcquireOutcome,
 } from "./engine/index.js";

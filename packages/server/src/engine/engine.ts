@@ -1,6 +1,8 @@
 import { DeadlineHeap } from "@lock/deadline-heap";
 import type { Clock } from "./clock.js";
+import { HeldKeyIndex } from "./held-key-index.js";
 import { KeyState, Session, Waiter } from "./records.js";
+import { compareKeys } from "./sorted-keys.js";
 import type { TokenIssuer } from "./token-issuer.js";
 
 /**
@@ -64,6 +66,24 @@ export type TryAcquireOutcome =
   | { readonly status: "busy" }
   | { readonly status: "rejected"; readonly code: "TOO_MANY_KEYS" };
 
+/** One held key as `listHeld` returns it. */
+export interface HeldKey {
+  readonly key: string;
+  readonly token: bigint;
+  readonly remainingMs: number;
+  readonly waiters: number;
+  /** The holding session's label (lockd: the connection's remote address); undefined if replicated. */
+  readonly holder: string | undefined;
+}
+
+export interface ListHeldInput {
+  /** Only keys that start with this. */
+  readonly prefix: string;
+  /** Only keys after this one (the last key of the previous page). */
+  readonly after: string | undefined;
+  readonly limit: number;
+}
+
 export interface EngineCounters {
   grants: number;
   handoffs: number;
@@ -84,6 +104,10 @@ export class LockEngine<P> {
   readonly #journal: EngineJournal | undefined;
   readonly #limits: EngineLimits;
   #waiters = 0;
+  /** Built on the first listing (see HeldKeyIndex); undefined until then. */
+  #index: HeldKeyIndex | undefined;
+  /** Keys with a queue: "most contended" reads these, never the whole key map. */
+  readonly #contended = new Set<KeyState<P>>();
   /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
   #deferDeadlines = false;
   readonly counters: EngineCounters = {
@@ -125,8 +149,9 @@ export class LockEngine<P> {
     return this.#tokens.epoch;
   }
 
-  openSession(): Session<P> {
-    return new Session<P>();
+  /** `label` names the session's client in listings (lockd: the connection's remote address). */
+  openSession(label?: string): Session<P> {
+    return new Session<P>(label);
   }
 
   /**
@@ -164,6 +189,7 @@ export class LockEngine<P> {
       return { status: "rejected", code: "TOO_MANY_WAITERS" };
     const now = this.#clock.now();
     const waiter = new Waiter(state, session, input.payload, input.leaseMs, input.id, now);
+    if (state.queue === undefined) this.#contended.add(state);
     state.enqueue(waiter);
     session.add(waiter);
     this.#waiters += 1;
@@ -254,6 +280,7 @@ export class LockEngine<P> {
     if (state === undefined) {
       state = new KeyState<P>(key, token, id, undefined);
       this.#keys.set(key, state);
+      this.#index?.added(key);
     } else {
       state.token = token;
       state.holderId = id;
@@ -287,6 +314,7 @@ export class LockEngine<P> {
     for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
     this.#heap.remove(state);
     this.#keys.delete(key);
+    this.#index?.removed(key);
   }
 
   /** Forgets every holder and waiter (a standby about to load a snapshot, or a demoted node). */
@@ -296,6 +324,7 @@ export class LockEngine<P> {
       this.#heap.remove(state);
     }
     this.#keys.clear();
+    this.#index?.cleared();
   }
 
   /** Every holder with its remaining lease, for a snapshot. */
@@ -358,6 +387,62 @@ export class LockEngine<P> {
     return payloads;
   }
 
+  /**
+   * Prepares the ordered index `listHeld` reads: the first call starts it, each call adds up to
+   * `budget` keys of the initial build. True once it is complete. An adapter calls it with a
+   * budget that keeps each step short, yielding to its event loop in between.
+   */
+  prepareListing(budget: number): boolean {
+    this.#index ??= new HeldKeyIndex(this.#keys.keys(), (key) => this.#keys.has(key));
+    return this.#index.build(budget);
+  }
+
+  /** Drops the ordered index (nobody lists any more): the hot path stops maintaining it. */
+  stopListing(): void {
+    this.#index = undefined;
+  }
+
+  /**
+   * Held keys in code-point (UTF-8 byte) order, from the first after `after` that starts with
+   * `prefix`, at most `limit`; `more` says whether another matching key follows. Costs
+   * O(log n + limit), whatever n. Call `prepareListing` until it returns true first.
+   */
+  listHeld({ prefix, after, limit }: ListHeldInput): { keys: HeldKey[]; more: boolean } {
+    if (this.#index === undefined || !this.#index.ready)
+      throw new Error("listHeld before prepareListing completed");
+    const now = this.#clock.now();
+    const keys: HeldKey[] = [];
+    const from = after !== undefined && compareKeys(after, prefix) >= 0 ? after : prefix;
+    for (const key of this.#index.from(from, from === after)) {
+      if (!key.startsWith(prefix)) break;
+      if (keys.length === limit) return { keys, more: true };
+      const state = this.#keys.get(key)!;
+      keys.push({
+        key,
+        token: state.token,
+        remainingMs: Math.max(0, Math.ceil(state.deadline - now)),
+        waiters: state.waiterCount,
+        holder: state.holderSession?.label,
+      });
+    }
+    return { keys, more: false };
+  }
+
+  /** The `limit` keys with the most waiters, most first; reads only keys that have a queue. */
+  mostContended(limit: number): Array<{ key: string; waiters: number }> {
+    const top: Array<{ key: string; waiters: number }> = [];
+    if (limit <= 0) return top;
+    for (const state of this.#contended) {
+      const waiters = state.waiterCount;
+      if (top.length === limit && waiters <= top[limit - 1]!.waiters) continue;
+      let at = top.length === limit ? limit - 1 : top.length;
+      while (at > 0 && top[at - 1]!.waiters < waiters) at -= 1;
+      top.splice(at, 0, { key: state.key, waiters });
+      if (top.length > limit) top.pop();
+    }
+    return top;
+  }
+
   #grantFree(
     key: string,
     leaseMs: number,
@@ -368,6 +453,7 @@ export class LockEngine<P> {
     const token = this.#tokens.next();
     const state = new KeyState<P>(key, token, id, session);
     this.#keys.set(key, state);
+    this.#index?.added(key);
     this.#heap.schedule(state, this.#clock.now() + leaseMs);
     this.counters.grants += 1;
     this.#journal?.grant(key, token, leaseMs, id, state.deadline);
@@ -380,6 +466,7 @@ export class LockEngine<P> {
     if (next === undefined) {
       this.#heap.remove(state);
       this.#keys.delete(state.key);
+      this.#index?.removed(state.key);
       return;
     }
     this.#dropWaiter(next);
@@ -410,6 +497,7 @@ export class LockEngine<P> {
 
   #dropWaiter(waiter: Waiter<P>): void {
     waiter.state.unlink(waiter);
+    if (waiter.state.queue === undefined) this.#contended.delete(waiter.state);
     waiter.session.remove(waiter);
     this.#heap.remove(waiter);
     this.#waiters -= 1;

@@ -9,6 +9,8 @@ export type {
   EngineEvents,
   EngineJournal,
   EngineLimits,
+  HeldKey,
+  ListHeldInput,
   Ownership,
   TryAcquireOutcome,
 } from "./engine.js";

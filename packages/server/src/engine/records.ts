@@ -121,6 +121,9 @@ export class Session<P> {
   head: Waiter<P> | undefined = undefined;
   waiterCount = 0;
 
+  /** `label`: who the session is, for listings (lockd: the client's remote address). */
+  constructor(readonly label?: string) {}
+
   add(waiter: Waiter<P>): void {
     waiter.sessionPrev = undefined;
     waiter.sessionNext = this.head;

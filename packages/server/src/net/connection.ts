@@ -82,7 +82,7 @@ export class ClientConnection {
     this.#socket = socket;
     this.#ctx = ctx;
     this.#decoder = new RequestDecoder(ctx.protocolLimits);
-    this.#verbs = new LockVerbs(ctx, (reply) => this.#send(reply));
+    this.#verbs = new LockVerbs(ctx, (reply) => this.#send(reply), this.remoteAddress);
     this.#authenticated = ctx.auth === undefined;
     socket.setNoDelay(true);
     this.#writer = new SocketWriter(socket, () => this.#drained());

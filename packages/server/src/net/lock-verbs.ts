@@ -28,10 +28,11 @@ export class LockVerbs implements AcquireSink {
   readonly #send: (reply: Reply) => void;
   #pending = 0;
 
-  constructor(ctx: VerbContext, send: (reply: Reply) => void) {
+  /** `label`: who the session is (the client's address), shown as a key's holder by `/locks`. */
+  constructor(ctx: VerbContext, send: (reply: Reply) => void, label?: string) {
     this.#ctx = ctx;
     this.#send = send;
-    this.#session = ctx.node.engine.openSession();
+    this.#session = ctx.node.engine.openSession(label);
   }
 
   /** Queued acquires of this session. */

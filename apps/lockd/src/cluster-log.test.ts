@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { CLUSTER_LOG_SIZE, ClusterLog } from "./cluster-log.js";
+
+function log() {
+  const clock = { wall: 1_000_000, monotonic: 0 };
+  const clusterLog = new ClusterLog(
+    () => "b:1",
+    () => clock.wall,
+    () => clock.monotonic,
+  );
+  return { clock, clusterLog };
+}
+
+describe("ClusterLog", () => {
+  it("keeps role and liveness changes newest first, at most CLUSTER_LOG_SIZE", () => {
+    const { clock, clusterLog } = log();
+    clusterLog.peerLiveness("a:1", true, "active");
+    clock.wall += 1000;
+    clusterLog.roleChanged("active", "no live active", 42n);
+    expect(clusterLog.recent()).toEqual([
+      { at: 1_001_000, kind: "role", node: "b:1", role: "active", reason: "no live active", epoch: "42" },
+      { at: 1_000_000, kind: "peer", node: "a:1", live: true, role: "active" },
+    ]);
+    for (let i = 0; i < CLUSTER_LOG_SIZE + 5; i++) clusterLog.peerLiveness(`p:${i}`, false, undefined);
+    const recent = clusterLog.recent();
+    expect(recent).toHaveLength(CLUSTER_LOG_SIZE);
+    expect(recent[0]).toMatchObject({ node: `p:${CLUSTER_LOG_SIZE + 4}`, live: false, role: null });
+  });
+
+  it("times how long this node has followed an active, restarting when it changes or comes back", () => {
+    const { clock, clusterLog } = log();
+    expect(clusterLog.followingFor("a:1")).toBeUndefined();
+    clusterLog.following("a:1");
+    clock.monotonic = 500;
+    expect(clusterLog.followingFor("a:1")).toBe(500);
+    expect(clusterLog.followingFor("c:1")).toBeUndefined();
+    // Another peer's liveness changes nothing; the followed active coming back restarts the count.
+    clusterLog.peerLiveness("c:1", true, "standby");
+    expect(clusterLog.followingFor("a:1")).toBe(500);
+    clusterLog.peerLiveness("a:1", true, "active");
+    clock.monotonic = 700;
+    expect(clusterLog.followingFor("a:1")).toBe(200);
+    clusterLog.following(undefined);
+    expect(clusterLog.followingFor("a:1")).toBeUndefined();
+  });
+});

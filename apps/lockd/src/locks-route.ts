@@ -1,0 +1,88 @@
+import { setImmediate as yieldToEventLoop } from "node:timers/promises";
+import type { LockServer } from "@lock/server";
+import type { FastifyInstance, FastifyReply } from "fastify";
+
+export const DEFAULT_LOCKS_LIMIT = 100;
+export const MAX_LOCKS_LIMIT = 1000;
+/** Keys added to the ordered index per event-loop turn while it is first built (a few ms a step). */
+const INDEX_BUILD_STEP = 2_000;
+/** With no listing for this long, the engine drops its ordered index and stops maintaining it. */
+const INDEX_IDLE_MS = 10 * 60_000;
+
+/** `GET /locks`'s body. */
+export interface LocksPage {
+  readonly locks: Array<{
+    key: string;
+    token: string;
+    leaseRemainingMs: number;
+    waiters: number;
+    /** The holding client connection's remote address; null for a replicated holder. */
+    holder: string | null;
+  }>;
+  /** Pass it back as `cursor` for the next page; null on the last page. */
+  readonly nextCursor: string | null;
+}
+
+/**
+ * `GET /locks?prefix=&limit=&cursor=`: held keys in UTF-8 byte order, a page at a time. The engine
+ * keeps an ordered index of held keys from the first listing on (built in steps, so a million keys
+ * never block the event loop for long), so a page costs O(log n + limit). The cursor is the last
+ * key of the page, opaque to clients (base64url, versioned by its first letter).
+ */
+export function registerLocksRoute(app: FastifyInstance, server: LockServer): void {
+  let idle: NodeJS.Timeout | undefined;
+  app.addHook("onClose", async () => clearTimeout(idle));
+  app.get("/locks", async (request, reply): Promise<LocksPage | undefined> => {
+    const query = request.query as Record<string, unknown>;
+    const prefix = query.prefix ?? "";
+    if (typeof prefix !== "string") return badRequest(reply, "BAD_PREFIX", "prefix must be given once");
+    const limit = parseLimit(query.limit);
+    if (limit === undefined)
+      return badRequest(reply, "BAD_LIMIT", `limit must be an integer from 1 to ${MAX_LOCKS_LIMIT}`);
+    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    if (after === null) return badRequest(reply, "BAD_CURSOR", "cursor is not one this server returned");
+
+    clearTimeout(idle);
+    idle = setTimeout(() => server.node.engine.stopListing(), INDEX_IDLE_MS).unref();
+    // Re-read the engine each turn: a role change may replace the table meanwhile.
+    while (!server.node.engine.prepareListing(INDEX_BUILD_STEP)) await yieldToEventLoop();
+    const page = server.node.engine.listHeld({ prefix, after, limit });
+    const last = page.keys.at(-1);
+    return {
+      locks: page.keys.map((held) => ({
+        key: held.key,
+        token: held.token.toString(),
+        leaseRemainingMs: held.remainingMs,
+        waiters: held.waiters,
+        holder: held.holder ?? null,
+      })),
+      nextCursor: page.more && last ? encodeCursor(last.key) : null,
+    };
+  });
+}
+
+function parseLimit(raw: unknown): number | undefined {
+  if (raw === undefined) return DEFAULT_LOCKS_LIMIT;
+  if (typeof raw !== "string" || !/^[0-9]{1,7}$/.test(raw)) return undefined;
+  const limit = Number(raw);
+  return limit >= 1 && limit <= MAX_LOCKS_LIMIT ? limit : undefined;
+}
+
+export function encodeCursor(key: string): string {
+  return `k${Buffer.from(key, "utf8").toString("base64url")}`;
+}
+
+/** The key a cursor stands for; null if it is not one `encodeCursor` could have made. */
+export function decodeCursor(raw: unknown): string | null {
+  if (typeof raw !== "string" || !/^k[A-Za-z0-9_-]+$/.test(raw)) return null;
+  const bytes = Buffer.from(raw.slice(1), "base64url");
+  const key = bytes.toString("utf8");
+  // Canonical only: invalid UTF-8 or a non-canonical encoding was not made here.
+  return key.length > 0 && encodeCursor(key) === raw ? key : null;
+}
+
+/** The error shape of every admin 4xx: Fastify's own, with a stable `code`. */
+export async function badRequest(reply: FastifyReply, code: string, message: string): Promise<undefined> {
+  await reply.code(400).send({ statusCode: 400, code, error: "Bad Request", message });
+  return undefined;
+}
