@@ -17,8 +17,6 @@ export interface AdminDeps {
   readonly history: StatusHistory;
   readonly clusterLog: ClusterLog;
   readonly version: string;
-  /** A standby counts as in sync after following a live active this long (one peer timeout). */
-  readonly syncGraceMs: number;
   /**
    * When set, every route but /healthz, /readyz and the status page's static files asks for
    * `Authorization: Bearer <adminToken>`.
@@ -47,16 +45,14 @@ export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) 
   };
 }
 
-export function nodeReadiness({ server, clusterLog, syncGraceMs }: AdminDeps) {
+export function nodeReadiness({ server }: AdminDeps) {
   const node = server.node;
-  const active = node.activeAddress;
   return readiness({
     role: node.role,
     serving: node.serving,
     peers: server.cluster?.peerStatus(),
-    active,
-    followingForMs: active === undefined ? undefined : clusterLog.followingFor(active),
-    syncGraceMs,
+    active: node.activeAddress,
+    replicaSource: server.cluster?.replicaSource,
   });
 }
 

@@ -2,11 +2,10 @@ import { describe, expect, it } from "vitest";
 import { CLUSTER_LOG_SIZE, ClusterLog } from "./cluster-log.js";
 
 function log() {
-  const clock = { wall: 1_000_000, monotonic: 0 };
+  const clock = { wall: 1_000_000 };
   const clusterLog = new ClusterLog(
     () => "b:1",
     () => clock.wall,
-    () => clock.monotonic,
   );
   return { clock, clusterLog };
 }
@@ -25,22 +24,5 @@ describe("ClusterLog", () => {
     const recent = clusterLog.recent();
     expect(recent).toHaveLength(CLUSTER_LOG_SIZE);
     expect(recent[0]).toMatchObject({ node: `p:${CLUSTER_LOG_SIZE + 4}`, live: false, role: null });
-  });
-
-  it("times how long this node has followed an active, restarting when it changes or comes back", () => {
-    const { clock, clusterLog } = log();
-    expect(clusterLog.followingFor("a:1")).toBeUndefined();
-    clusterLog.following("a:1");
-    clock.monotonic = 500;
-    expect(clusterLog.followingFor("a:1")).toBe(500);
-    expect(clusterLog.followingFor("c:1")).toBeUndefined();
-    // Another peer's liveness changes nothing; the followed active coming back restarts the count.
-    clusterLog.peerLiveness("c:1", true, "standby");
-    expect(clusterLog.followingFor("a:1")).toBe(500);
-    clusterLog.peerLiveness("a:1", true, "active");
-    clock.monotonic = 700;
-    expect(clusterLog.followingFor("a:1")).toBe(200);
-    clusterLog.following(undefined);
-    expect(clusterLog.followingFor("a:1")).toBeUndefined();
   });
 });

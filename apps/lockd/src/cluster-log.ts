@@ -22,23 +22,19 @@ export type ClusterChange =
 export const CLUSTER_LOG_SIZE = 50;
 
 /**
- * What the cluster told this node, kept for the admin API (recent changes on the status page, and
- * whom a standby follows since when, for /readyz). Fed by lockd's `ClusterEvents` handlers: the
- * cluster itself keeps no history. Times are wall-clock ms (shown to people) and monotonic ms (for
- * durations).
+ * What the cluster told this node, kept for the admin API (recent changes on the status page). Fed
+ * by lockd's `ClusterEvents` handlers: the cluster itself keeps no history. Times are wall-clock ms
+ * (shown to people).
  */
 export class ClusterLog {
   readonly #changes: ClusterChange[] = [];
   readonly #self: () => string;
   readonly #wallNow: () => number;
-  readonly #monotonicNow: () => number;
-  #following: { readonly active: string; readonly since: number } | undefined;
 
   /** `self`: this node's advertised address (known once the server started). */
-  constructor(self: () => string, wallNow = Date.now, monotonicNow = () => performance.now()) {
+  constructor(self: () => string, wallNow = Date.now) {
     this.#self = self;
     this.#wallNow = wallNow;
-    this.#monotonicNow = monotonicNow;
   }
 
   roleChanged(role: NodeRole, reason: string, epoch: bigint): void {
@@ -54,21 +50,6 @@ export class ClusterLog {
 
   peerLiveness(address: string, live: boolean, role: NodeRole | undefined): void {
     this.#push({ at: this.#wallNow(), kind: "peer", node: address, live, role: role ?? null });
-    // The active we follow went silent and came back: its stream may have restarted with a new
-    // snapshot, so the standby counts as syncing again from now.
-    if (live && this.#following?.active === address)
-      this.#following = { active: address, since: this.#monotonicNow() };
-  }
-
-  following(active: string | undefined): void {
-    this.#following = active === undefined ? undefined : { active, since: this.#monotonicNow() };
-  }
-
-  /** How long this standby has followed `active` without a change, in ms; undefined if it does not. */
-  followingFor(active: string): number | undefined {
-    const following = this.#following;
-    if (following === undefined || following.active !== active) return undefined;
-    return this.#monotonicNow() - following.since;
   }
 
   /** Newest first. */

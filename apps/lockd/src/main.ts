@@ -70,7 +70,6 @@ async function main(): Promise<void> {
                 log.info({ role, reason, epoch: epoch.toString() }, "role changed");
               },
               following: (active) => {
-                clusterLog.following(active);
                 log.info({ active: active ?? null }, "following active");
               },
               peerRefused: (peer, reply) => log.error({ peer, reply }, "peer refused the cluster link"),
@@ -116,7 +115,6 @@ async function main(): Promise<void> {
         history,
         clusterLog,
         version,
-        syncGraceMs: config.peerTimeoutMs,
         adminToken: config.adminToken,
       })
     : undefined;

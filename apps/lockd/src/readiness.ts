@@ -17,10 +17,8 @@ export interface ReadinessInput {
   readonly peers: readonly PeerView[] | undefined;
   /** The active this node follows (itself when active). */
   readonly active: string | undefined;
-  /** How long this node has followed `active` without a change (ClusterLog.followingFor). */
-  readonly followingForMs: number | undefined;
-  /** How long a standby must have followed a live active before it counts as in sync. */
-  readonly syncGraceMs: number;
+  /** The active whose snapshot this standby's table holds (`Cluster.replicaSource`). */
+  readonly replicaSource: string | undefined;
 }
 
 /** `GET /readyz`'s body. */
@@ -34,12 +32,9 @@ export interface Readiness {
  * Ready means "this node does its job in the cluster right now": an active that serves, or a
  * standby that holds the active's table and would keep every lock if the active died.
  *
- * A standby cannot see its own snapshot state through the cluster's public surface, so "in sync"
- * is judged from what it can see: it follows a live active, both peer links are up (the active's
- * heartbeats arrive on the link that carries its stream, and our heartbeats on ours make us live
- * to it), and that has held for `syncGraceMs` (lockd: one peer timeout) since it began to follow
- * that active or heard it again after a silence (ClusterLog). The active snapshots a live
- * standby at its next heartbeat, so that window covers it unless the snapshot is huge.
+ * A standby is in sync when it follows a live active, its link to the active is up (our heartbeats
+ * on it keep us live to the active), and its table holds that active's snapshot, to which the
+ * active's stream is applied from then on.
  */
 export function readiness(input: ReadinessInput): Readiness {
   const { role } = input;
@@ -60,8 +55,7 @@ export function readiness(input: ReadinessInput): Readiness {
     return { ready: false, role, reason: `standby: the active ${active} is not live` };
   if (peer.linkConnected !== true)
     return { ready: false, role, reason: `standby: no link to the active ${active}` };
-  const followedMs = input.followingForMs ?? 0;
-  if (followedMs < input.syncGraceMs)
+  if (input.replicaSource !== active)
     return { ready: false, role, reason: `standby: syncing with the active ${active}` };
   return { ready: true, role, reason: `standby in sync with the active ${active}` };
 }
