@@ -83,6 +83,31 @@ describe("lock status on one node", () => {
     expect(stdout.join("\n")).not.toContain(ADMIN_TOKEN);
   });
 
+  it("lock locks lists a real lockd's held keys, by prefix, across pages", async () => {
+    using holder = await LineClient.connect(lockd.port);
+    expect(await holder.request(`H ${AUTH_TOKEN}`)).toBe("H");
+    const tokens: string[] = [];
+    for (const key of ["locks:a", "locks:b", "locks:c"]) {
+      const reply = await holder.request(`A ${key} 60 0`);
+      expect(reply).toMatch(/^A /);
+      tokens.push(reply.split(" ")[2]!);
+    }
+    const admin = `127.0.0.1:${lockd.adminPort}`;
+    const { code, stdout } = await LockCli.run(
+      ["locks", "--admin", admin, "--prefix", "locks:", "--limit", "2", "--json"],
+      { LOCK_ADMIN_TOKEN: ADMIN_TOKEN },
+    );
+    expect(code).toBe(0);
+    const listed = JSON.parse(stdout.join("\n")) as {
+      locks: Array<{ key: string; token: string; holder: string }>;
+    };
+    expect(listed.locks.map(({ key, token }) => [key, token])).toEqual([
+      ["locks:a", tokens[0]],
+      ["locks:b", tokens[1]],
+    ]);
+    expect(listed.locks[0]!.holder).toMatch(/^127\.0\.0\.1:\d+$/);
+  });
+
   it("--admin alone is enough: the default server address is not asked then", async () => {
     const admin = `127.0.0.1:${lockd.adminPort}`;
     const { code, view } = await status(["--admin", admin], { LOCK_ADMIN_TOKEN: ADMIN_TOKEN });
