@@ -198,6 +198,10 @@ export class Cluster implements PeerSessionHandler {
         this.#heard(session.peer, frame.role, frame.epoch, frame.active, frame.highest);
         return;
     }
+    // An epoch is learned from whoever tells it, followed or not, standby or active: a rival active
+    // announcing its raised epoch (`!P`) to a node it still streams to must move that node above it
+    // before its next grant, not only at the rival's next heartbeat (found by the simulator).
+    if (frame.peer === "P" || frame.peer === "O") this.#learn(session.peer, frame.epoch);
     if (session.peer !== this.#replica.source || this.#node.role === "active") return;
     switch (frame.peer) {
       case "G":
@@ -206,10 +210,8 @@ export class Cluster implements PeerSessionHandler {
         this.#replica.apply(session.peer, frame);
         break;
       case "P":
-        this.#learn(session.peer, frame.epoch);
         break;
       case "O": {
-        this.#learn(session.peer, frame.epoch);
         if (this.#stopping) {
           // Leaving: refuse by dropping the link, so the sender's handoff fails now and it stays
           // the active, instead of waiting out its handoff timeout for an acknowledgement.
@@ -460,6 +462,9 @@ export class Cluster implements PeerSessionHandler {
       );
       if (!acked) {
         this.#node.setRole("active", this.membership.selfAddress);
+        // Epochs heard while handing off raised nothing: move above them before serving again.
+        const highest = this.#node.epochs.highest;
+        if (highest > this.#node.epoch) this.#act({ action: "raise-epoch", above: highest });
         return;
       }
       // The successor may already have sent its snapshot (on another connection): keep that one.

@@ -29,6 +29,17 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
     expect(summary(await run(1, 50, { nodes: 4 }))).toEqual([]);
   });
 
+  it("seeds that found bugs replay clean", async () => {
+    // 6397: an active ignored a rival's `!P` (raised epoch) and granted below it until the next
+    // heartbeat. 846, 6820, 7030: a failed handoff resumed serving at an epoch below one heard meanwhile.
+    const failed = [];
+    for (const seed of [846, 6397, 6820, 7030]) {
+      const result = await simulate({ seed });
+      if (!result.ok) failed.push(result);
+    }
+    expect(summary(failed)).toEqual([]);
+  });
+
   it("a few random seeds run clean", async () => {
     const from = randomInt(1_000_000, 2 ** 31);
     console.log(`random simulator seeds ${from}..${from + 4}`);
