@@ -116,4 +116,21 @@ describe("Cluster over in-memory links", () => {
     const client = await connectScripted(world, "c", "n1:7420");
     expect(await client.request("A jobs 5000 0 r1")).toBe("M A jobs n0:7420 r1");
   });
+
+  it("an active told of a rival's raised epoch by its `!P` grants above it at once", async () => {
+    // n2 is cut off and promotes. After the heal n0 moves above n2's epoch and announces it with
+    // `!P` on the stream it still has to n2 (its connection survived the partition), a heartbeat
+    // before its next one would.
+    const world = await startedCluster();
+    world.partition([2]);
+    await world.runFor(3_000, () => world.node(2).serving);
+    const client = await connectScripted(world, "c", "n2:7420");
+    const before = world.node(2).lock!.epoch;
+    world.network.healAll();
+    await world.runFor(2_000, () => world.node(2).toldEpoch > before);
+    const told = world.node(2).toldEpoch;
+    const reply = await client.request("A jobs 5000 0 r1");
+    if (reply?.startsWith("A ")) expect(tokenEpoch(token(reply))).toBeGreaterThan(told);
+    else expect(reply).toMatch(/^(M A jobs n0:7420 r1|E A jobs NO_ACTIVE )/);
+  });
 });
