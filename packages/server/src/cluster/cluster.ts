@@ -1,15 +1,15 @@
 import type { Timer } from "@lock/deadline-heap";
-import { encodePeer, type NodeRole, tokenEpoch } from "@lock/protocol";
-import { EpochExhaustedError } from "../epoch/epoch-plan.js";
-import { ListenerHandshake, type PeerKey } from "../net/peer-auth.js";
+import { encodePeer, type NodeRole } from "@lock/protocol";
+import { ListenerHandshake } from "../net/peer-auth.js";
 import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
 import type { ClusterLink } from "./link.js";
-import { type Decision, Membership, type PeerState } from "./membership.js";
+import { Membership, type PeerState } from "./membership.js";
 import { PeerReports } from "./peer-reports.js";
 import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
 import { Replica } from "./replica.js";
 import type { Replicator } from "./replicator.js";
+import { RoleChanges } from "./roles.js";
 import { StallGuard } from "./stall-guard.js";
 
 export type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
@@ -35,13 +35,9 @@ export class Cluster implements PeerSessionHandler {
   /** Since when this standby's replica has not been the live active's. */
   #replicaMismatchSince: number | undefined;
   #timer: Timer | undefined;
-  #busy = false;
-  #handingOff = false;
+  readonly #roles: RoleChanges;
   /** `stop()` began: this node takes no role it would have to hand straight back. */
   #stopping = false;
-  /** Received an active's snapshot since start: its heartbeats carried everything it knew. */
-  #syncedFromActive = false;
-  readonly counters = { promotions: 0, demotions: 0, handoffs: 0, epochRaises: 0 };
 
   constructor(
     node: LockNode,
@@ -59,6 +55,18 @@ export class Cluster implements PeerSessionHandler {
     this.#replica = new Replica(node.engine);
     this.#stall = new StallGuard(this.membership);
     this.#reports = new PeerReports(events, () => node.clock.now());
+    this.#roles = new RoleChanges({
+      node,
+      replicator,
+      hooks,
+      events,
+      membership: this.membership,
+      replica: this.#replica,
+      links: this.#links,
+      handoffTimeoutMs: options.handoffTimeoutMs,
+      tick: () => this.#tick(),
+      follow: (address) => this.#follow(address),
+    });
     node.beforeDeadlines = () => this.guardStall();
     node.onServing = () => this.#events.serving(node.epoch);
     node.onEpochRenewed = (epoch) => this.#replicator.announceEpoch(epoch);
@@ -113,9 +121,9 @@ export class Cluster implements PeerSessionHandler {
     this.#stopping = true;
     this.#timer?.cancel();
     this.#timer = undefined;
-    if (this.#node.role === "active" && !this.#busy) {
+    if (this.#node.role === "active" && !this.#roles.busy) {
       const successor = await this.#syncedSuccessor();
-      if (successor) await this.#handoff(successor, "shutdown");
+      if (successor) await this.#roles.handoff(successor, "shutdown");
     }
     for (const link of this.#links.values()) link.close();
     this.#reports.flush();
@@ -137,6 +145,11 @@ export class Cluster implements PeerSessionHandler {
   /** PeerSessionHandler: an authenticated incoming link broke the protocol. */
   violated(session: PeerSession, reason: string): void {
     this.#reports.violation(session.peer, reason);
+  }
+
+  /** Promotions, demotions, handoffs and epoch raises since start (for /status). */
+  get counters(): RoleChanges["counters"] {
+    return this.#roles.counters;
   }
 
   /** The peer whose snapshot this standby's table holds (undefined on an active, or before one). */
@@ -201,7 +214,7 @@ export class Cluster implements PeerSessionHandler {
     // An epoch is learned from whoever tells it, followed or not, standby or active: a rival active
     // announcing its raised epoch (`!P`) to a node it still streams to must move that node above it
     // before its next grant, not only at the rival's next heartbeat (found by the simulator).
-    if (frame.peer === "P" || frame.peer === "O") this.#learn(session.peer, frame.epoch);
+    if (frame.peer === "P" || frame.peer === "O") this.#roles.learn(session.peer, frame.epoch);
     if (session.peer !== this.#replica.source || this.#node.role === "active") return;
     switch (frame.peer) {
       case "G":
@@ -224,7 +237,7 @@ export class Cluster implements PeerSessionHandler {
         const from = this.membership.peerByAddress(session.peer);
         if (from) this.membership.assumeRole(from, "standby");
         // The old active's knowledge is this node's now (`!O` carries its highest epoch): informed.
-        this.#promote("handoff", true);
+        this.#roles.promote("handoff", true);
         // Acknowledge at once: the old active redirects its clients only after this.
         session.acknowledgeNow(frame.seq);
         return;
@@ -235,13 +248,15 @@ export class Cluster implements PeerSessionHandler {
 
   /** A complete snapshot from an active's link: it replaces this standby's replica. */
   applySnapshot(session: PeerSession, snapshot: Snapshot): void {
-    if (this.#node.role === "active") return;
-    this.#learn(session.peer, snapshot.epoch);
+    // Handing off, this node is still the active until the successor acknowledges: a snapshot from
+    // anyone (a node that promoted on its own meanwhile) must not replace its table (simulator).
+    if (this.#node.role === "active" || this.#roles.handingOff) return;
+    this.#roles.learn(session.peer, snapshot.epoch);
     // Only from the active this standby follows: a rival's snapshot held up by a partition and
     // delivered once it healed would replace the true active's replica (found by the simulator).
     const active = this.membership.liveActive();
     if (active !== undefined && active.address !== session.peer) return;
-    this.#syncedFromActive = true;
+    this.#roles.syncedFromActive = true;
     // Queued acquires here cannot be served by this standby: send them to the active first.
     this.#hooks.redirectPending(session.peer);
     this.#replica.load(session.peer, snapshot);
@@ -252,7 +267,7 @@ export class Cluster implements PeerSessionHandler {
   #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined, highest: bigint): void {
     const heard = this.membership.heard(address, role, epoch, active);
     if (!heard) return;
-    this.#learn(address, highest > epoch ? highest : epoch);
+    this.#roles.learn(address, highest > epoch ? highest : epoch);
     // A peer that was active and is now a standby holds someone else's state: it needs our snapshot.
     const link = this.#links.get(heard.peer.index);
     if (heard.previousRole === "active" && role === "standby" && link) this.#replicator.disconnected(link);
@@ -277,7 +292,7 @@ export class Cluster implements PeerSessionHandler {
       peer: "B",
       node: this.membership.selfAddress,
       // While handing off this node no longer serves: the successor must not see a rival active.
-      role: this.#handingOff ? "standby" : this.#node.role,
+      role: this.#roles.handingOff ? "standby" : this.#node.role,
       epoch: this.#node.epoch,
       // Only an active this node hears itself (or itself): see Membership.vouchedActive.
       ...(heardActive ? { active: heardActive } : {}),
@@ -285,7 +300,7 @@ export class Cluster implements PeerSessionHandler {
     });
     for (const link of this.#links.values()) link.send(heartbeat);
     this.#reportLiveness();
-    if (this.#node.role === "standby" && !this.#busy) {
+    if (this.#node.role === "standby" && !this.#roles.busy) {
       this.#follow((this.membership.liveActive() ?? this.membership.vouchedActive())?.address);
       this.#resyncFromActive();
     }
@@ -295,13 +310,13 @@ export class Cluster implements PeerSessionHandler {
         role: this.#node.role,
         epoch: this.#node.epoch,
         highestKnown: this.#node.epochs.highest,
-        busy: this.#busy,
+        busy: this.#roles.busy,
       },
       (peer) => this.#isSyncedStandby(peer),
     );
     const held = this.#node.isHeld("stall");
     // A held active steps down or moves above a rival at once, but hands off only once confirmed.
-    if (!(held && decision.action === "handoff")) this.#act(decision);
+    if (!(held && decision.action === "handoff")) this.#roles.act(decision);
     if (held && this.#node.role === "active" && this.#stall.confirmed()) this.#node.release("stall");
   }
 
@@ -331,59 +346,6 @@ export class Cluster implements PeerSessionHandler {
       this.#events.peerLiveness(peer.address, this.membership.isLive(peer), peer.role);
   }
 
-  /**
-   * Records an epoch heard from `from`. An active that learns of a later epoch moves above it at
-   * once, before it grants again: every token it issues after learning of an epoch exceeds that
-   * epoch's tokens.
-   */
-  #learn(from: string, epoch: bigint): void {
-    const outcome = this.#node.learnEpoch(epoch);
-    if (outcome === "implausible") {
-      this.#events.epochRefused(from, epoch, "its round is more than a day ahead of this node's clock");
-      return;
-    }
-    if (outcome === "raised" && this.#node.role === "active" && !this.#handingOff)
-      this.#act({ action: "raise-epoch", above: epoch });
-  }
-
-  /** `--peers` heard in full since start, or the snapshot of an active that had: see epoch-plan.ts. */
-  #informed(): boolean {
-    return this.#syncedFromActive || this.membership.heardEveryPeer();
-  }
-
-  /** Takes the next epoch; false (reported, role unchanged) if none fits the layout. */
-  #takeEpoch(informed: boolean): bigint | undefined {
-    try {
-      return this.#node.takeEpoch(informed);
-    } catch (error) {
-      if (!(error instanceof EpochExhaustedError)) throw error;
-      this.#events.epochRefused(this.membership.selfAddress, this.#node.epochs.highest, error.message);
-      return undefined;
-    }
-  }
-
-  #act(decision: Decision): void {
-    switch (decision.action) {
-      case "promote":
-        this.#promote("no live active or higher-priority node");
-        return;
-      case "demote":
-        this.#demote(decision.to);
-        return;
-      case "raise-epoch": {
-        const epoch = this.#takeEpoch(this.#informed());
-        if (epoch === undefined) return;
-        this.#replicator.announceEpoch(epoch);
-        this.counters.epochRaises += 1;
-        this.#events.roleChanged("active", `raised epoch above a rival active's ${decision.above}`, epoch);
-        return;
-      }
-      case "handoff":
-        void this.#handoff(decision.to, "a higher-priority node is back and synced");
-        return;
-    }
-  }
-
   #follow(active: string | undefined): void {
     if (this.#node.activeAddress === active) return;
     this.#node.activeAddress = active;
@@ -407,75 +369,5 @@ export class Cluster implements PeerSessionHandler {
       link !== undefined &&
       this.#replicator.isSynced(link)
     );
-  }
-
-  /** Becomes the active with an epoch above every epoch known, so its tokens exceed all earlier ones. */
-  #promote(reason: string, informed = this.#informed()): void {
-    // Replicated holders' tokens are known epochs too (a `!P` may not have reached this node).
-    this.#learn(this.membership.selfAddress, tokenEpoch(this.#node.engine.maxHeldToken()));
-    const epoch = this.#takeEpoch(informed);
-    if (epoch === undefined) return;
-    this.#replica.detach();
-    this.#replicator.stopAll();
-    this.#replicator.enabled = true;
-    this.#node.setRole("active", this.membership.selfAddress);
-    this.counters.promotions += 1;
-    this.#events.roleChanged("active", reason, epoch);
-    this.#tick();
-  }
-
-  /** Steps down for a higher-priority active: its clients are redirected, its state dropped. */
-  #demote(to: PeerState): void {
-    this.#stepDownTo(to.address, { keepTable: false });
-    this.counters.demotions += 1;
-    this.#events.roleChanged("standby", `a higher-priority active is live (${to.address})`, this.#node.epoch);
-  }
-
-  /** Stops being the active: nothing more is replicated, queued acquires go to `address`. */
-  #stepDownTo(address: string, { keepTable }: { keepTable: boolean }): void {
-    this.#replicator.enabled = false;
-    this.#replicator.stopAll();
-    this.#node.setRole("standby", undefined);
-    this.#follow(address);
-    this.#hooks.redirectPending(address);
-    if (!keepTable) this.#node.engine.clear();
-  }
-
-  /**
-   * Hands the active role to `to`: stop reading clients, send the handoff after the whole stream,
-   * wait for the successor to promote and acknowledge, then redirect queued acquires to it.
-   */
-  async #handoff(to: PeerState, reason: string): Promise<void> {
-    const link = this.#links.get(to.index);
-    if (!link) return;
-    this.#busy = true;
-    this.#handingOff = true;
-    this.#hooks.pauseClients();
-    // No lease may expire (and hand its key to a waiter) here: the successor already has the table.
-    this.#node.setRole("standby", undefined);
-    try {
-      // The successor takes an epoch above everything this node knows of, not just its own epoch.
-      const acked = await this.#replicator.handoff(
-        link,
-        this.#node.epochs.highest,
-        this.#options.handoffTimeoutMs,
-      );
-      if (!acked) {
-        this.#node.setRole("active", this.membership.selfAddress);
-        // Epochs heard while handing off raised nothing: move above them before serving again.
-        const highest = this.#node.epochs.highest;
-        if (highest > this.#node.epoch) this.#act({ action: "raise-epoch", above: highest });
-        return;
-      }
-      // The successor may already have sent its snapshot (on another connection): keep that one.
-      this.#stepDownTo(to.address, { keepTable: this.#replica.source === to.address });
-      this.membership.assumeRole(to, "active");
-      this.counters.handoffs += 1;
-      this.#events.roleChanged("standby", `handed off to ${to.address}: ${reason}`, this.#node.epoch);
-    } finally {
-      this.#hooks.resumeClients();
-      this.#handingOff = false;
-      this.#busy = false;
-    }
   }
 }

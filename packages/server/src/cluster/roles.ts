@@ -1,0 +1,185 @@
+import { tokenEpoch } from "@lock/protocol";
+import { EpochExhaustedError } from "../epoch/epoch-plan.js";
+import type { LockNode } from "../node.js";
+import type { ClusterEvents, ClusterServerHooks } from "./cluster-api.js";
+import type { ClusterLink } from "./link.js";
+import type { Decision, Membership, PeerState } from "./membership.js";
+import type { Replica } from "./replica.js";
+import type { Replicator } from "./replicator.js";
+
+/** What carrying out a role change needs of the node and of the rest of the Cluster. */
+export interface RoleDeps {
+  readonly node: LockNode;
+  readonly replicator: Replicator;
+  readonly hooks: ClusterServerHooks;
+  readonly events: ClusterEvents;
+  readonly membership: Membership;
+  readonly replica: Replica;
+  /** Outgoing links by peer index (a handoff goes out on the successor's). */
+  readonly links: ReadonlyMap<number, ClusterLink>;
+  readonly handoffTimeoutMs: number;
+  /** Runs a heartbeat tick now (a new active announces its epoch before it answers anyone). */
+  tick(): void;
+  /** Points clients at `address` (standby) or this node (active). */
+  follow(address: string | undefined): void;
+}
+
+/**
+ * The Cluster's role changes, carried out: promotion with an epoch above every epoch known, demotion,
+ * moving above a rival's epoch, handoff, and learning epochs (an active that learns of a later one
+ * moves above it before its next grant). Membership decides; this acts. Runs on the node's event
+ * loop, one call at a time; a handoff spans awaits, during which `busy` and `handingOff` hold.
+ */
+export class RoleChanges {
+  readonly #deps: RoleDeps;
+  readonly counters = { promotions: 0, demotions: 0, handoffs: 0, epochRaises: 0 };
+  /** A handoff is under way: decide nothing new. */
+  busy = false;
+  /** Handing the role off: no longer serving, but the successor has not acknowledged yet. */
+  handingOff = false;
+  /** Received an active's snapshot since start: its heartbeats carried everything it knew. */
+  syncedFromActive = false;
+
+  constructor(deps: RoleDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Records an epoch heard from `from`. An active that learns of a later epoch moves above it at
+   * once, before it grants again: every token it issues after learning of an epoch exceeds that
+   * epoch's tokens.
+   */
+  learn(from: string, epoch: bigint): void {
+    const outcome = this.#deps.node.learnEpoch(epoch);
+    if (outcome === "implausible") {
+      this.#deps.events.epochRefused(from, epoch, "its round is more than a day ahead of this node's clock");
+      return;
+    }
+    if (outcome === "raised" && this.#deps.node.role === "active" && !this.handingOff)
+      this.act({ action: "raise-epoch", above: epoch });
+  }
+
+  /** `--peers` heard in full since start, or the snapshot of an active that had: see epoch-plan.ts. */
+  informed(): boolean {
+    return this.syncedFromActive || this.#deps.membership.heardEveryPeer();
+  }
+
+  /** Takes the next epoch; false (reported, role unchanged) if none fits the layout. */
+  #takeEpoch(informed: boolean): bigint | undefined {
+    try {
+      return this.#deps.node.takeEpoch(informed);
+    } catch (error) {
+      if (!(error instanceof EpochExhaustedError)) throw error;
+      this.#deps.events.epochRefused(
+        this.#deps.membership.selfAddress,
+        this.#deps.node.epochs.highest,
+        error.message,
+      );
+      return undefined;
+    }
+  }
+
+  act(decision: Decision): void {
+    switch (decision.action) {
+      case "promote":
+        this.promote("no live active or higher-priority node");
+        return;
+      case "demote":
+        this.#demote(decision.to);
+        return;
+      case "raise-epoch": {
+        const epoch = this.#takeEpoch(this.informed());
+        if (epoch === undefined) return;
+        this.#deps.replicator.announceEpoch(epoch);
+        this.counters.epochRaises += 1;
+        this.#deps.events.roleChanged(
+          "active",
+          `raised epoch above a rival active's ${decision.above}`,
+          epoch,
+        );
+        return;
+      }
+      case "handoff":
+        void this.handoff(decision.to, "a higher-priority node is back and synced");
+        return;
+    }
+  }
+
+  /** Becomes the active with an epoch above every epoch known, so its tokens exceed all earlier ones. */
+  promote(reason: string, informed = this.informed()): void {
+    // Replicated holders' tokens are known epochs too (a `!P` may not have reached this node).
+    this.learn(this.#deps.membership.selfAddress, tokenEpoch(this.#deps.node.engine.maxHeldToken()));
+    const epoch = this.#takeEpoch(informed);
+    if (epoch === undefined) return;
+    this.#deps.replica.detach();
+    this.#deps.replicator.stopAll();
+    this.#deps.replicator.enabled = true;
+    this.#deps.node.setRole("active", this.#deps.membership.selfAddress);
+    this.counters.promotions += 1;
+    this.#deps.events.roleChanged("active", reason, epoch);
+    this.#deps.tick();
+  }
+
+  /** Steps down for a higher-priority active: its clients are redirected, its state dropped. */
+  #demote(to: PeerState): void {
+    this.#stepDownTo(to.address, { keepTable: false });
+    this.counters.demotions += 1;
+    this.#deps.events.roleChanged(
+      "standby",
+      `a higher-priority active is live (${to.address})`,
+      this.#deps.node.epoch,
+    );
+  }
+
+  /** Stops being the active: nothing more is replicated, queued acquires go to `address`. */
+  #stepDownTo(address: string, { keepTable }: { keepTable: boolean }): void {
+    this.#deps.replicator.enabled = false;
+    this.#deps.replicator.stopAll();
+    this.#deps.node.setRole("standby", undefined);
+    this.#deps.follow(address);
+    this.#deps.hooks.redirectPending(address);
+    if (!keepTable) this.#deps.node.engine.clear();
+  }
+
+  /**
+   * Hands the active role to `to`: stop reading clients, send the handoff after the whole stream,
+   * wait for the successor to promote and acknowledge, then redirect queued acquires to it.
+   */
+  async handoff(to: PeerState, reason: string): Promise<void> {
+    const link = this.#deps.links.get(to.index);
+    if (!link) return;
+    this.busy = true;
+    this.handingOff = true;
+    this.#deps.hooks.pauseClients();
+    // No lease may expire (and hand its key to a waiter) here: the successor already has the table.
+    this.#deps.node.setRole("standby", undefined);
+    try {
+      // The successor takes an epoch above everything this node knows of, not just its own epoch.
+      const acked = await this.#deps.replicator.handoff(
+        link,
+        this.#deps.node.epochs.highest,
+        this.#deps.handoffTimeoutMs,
+      );
+      if (!acked) {
+        this.#deps.node.setRole("active", this.#deps.membership.selfAddress);
+        // Epochs heard while handing off raised nothing: move above them before serving again.
+        const highest = this.#deps.node.epochs.highest;
+        if (highest > this.#deps.node.epoch) this.act({ action: "raise-epoch", above: highest });
+        return;
+      }
+      // The successor may already have sent its snapshot (on another connection): keep that one.
+      this.#stepDownTo(to.address, { keepTable: this.#deps.replica.source === to.address });
+      this.#deps.membership.assumeRole(to, "active");
+      this.counters.handoffs += 1;
+      this.#deps.events.roleChanged(
+        "standby",
+        `handed off to ${to.address}: ${reason}`,
+        this.#deps.node.epoch,
+      );
+    } finally {
+      this.#deps.hooks.resumeClients();
+      this.handingOff = false;
+      this.busy = false;
+    }
+  }
+}
