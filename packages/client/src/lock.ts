@@ -42,7 +42,9 @@ const RENEW_AT_FRACTION = 1 / 3;
  * idempotent (later calls return the first call's promise) and ends every extension: a refusal
  * that arrives after release() started does not count as a loss.
  */
-export class Lock implements AsyncDisposable, Linked {
+// Linked (the client's intrusive list) is structural and left out of `implements`: its members are
+// @internal, stripped from the published .d.ts, where the clause would no longer hold.
+export class Lock implements AsyncDisposable {
   /** @internal */
   [PREV]: Linked | undefined;
   /** @internal */
