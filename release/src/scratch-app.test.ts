@@ -1,0 +1,153 @@
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { LockdProcess, REPO_ROOT } from "@lock/testkit";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { exampleAfter } from "./markdown.js";
+import { PrivateRedis } from "./redis-server.js";
+
+/**
+ * A new user's app: a folder outside the workspace that `npm install`s the packed tarballs and the
+ * drivers from the registry, then runs the READMEs' examples as they are written (the lockd
+ * addresses aside) against a real lockd, PostgreSQL and Redis, under the Node flags some CI setups
+ * use: a deprecated API anywhere is fatal.
+ */
+const run = promisify(execFile);
+const STRICT = "--pending-deprecation --throw-deprecation";
+const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const packed = inject("packed");
+
+let app: string;
+let lockd: LockdProcess;
+let redis: PrivateRedis;
+/** Every table the examples create lives in this schema (their names are fixed; the database is shared). */
+const schema = `scratch_app_${randomBytes(4).toString("hex")}`;
+let examples = 0;
+
+/** PG_URL with `schema` first on the search path. */
+function inSchema(url: string): string {
+  const withOptions = new URL(url);
+  withOptions.searchParams.set("options", `-c search_path=${schema}`);
+  return withOptions.toString();
+}
+
+/** Runs `code` as an ES module in the app folder (so imports resolve to what npm installed); its stdout. */
+async function runInApp(code: string): Promise<string> {
+  const file = join(app, `example-${++examples}.mjs`);
+  writeFileSync(file, code);
+  const { stdout } = await run(process.execPath, [file], {
+    cwd: app,
+    env: {
+      PATH: process.env.PATH ?? "",
+      NODE_OPTIONS: STRICT,
+      PG_URL: inSchema(PG_URL),
+      REDIS_URL: redis.url,
+    },
+  });
+  return stdout;
+}
+
+beforeAll(async () => {
+  app = mkdtempSync(join(tmpdir(), "lock-scratch-app-"));
+  // The driver versions the fence package is tested with.
+  const fence = JSON.parse(readFileSync(join(REPO_ROOT, "packages", "fence", "package.json"), "utf8"));
+  const driverVersion = (name: string): string => fence.dependencies?.[name] ?? fence.devDependencies[name];
+  const dependencies = Object.fromEntries([
+    ...packed.map(({ name, tarball }) => [name, `file:${tarball}`]),
+    ...["pg", "ioredis", "fastify", "fastify-plugin"].map((name) => [name, driverVersion(name)]),
+  ]);
+  writeFileSync(
+    join(app, "package.json"),
+    JSON.stringify({ name: "scratch-app", private: true, type: "module", dependencies }, null, 2),
+  );
+  // Drivers come from the npm cache when it has them; only the npm registry is needed otherwise.
+  await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], {
+    cwd: app,
+  });
+  [lockd, redis] = await Promise.all([LockdProcess.start(), PrivateRedis.start()]);
+  await runInApp(`
+    import pg from "pg";
+    const client = new pg.Client(${JSON.stringify(PG_URL)});
+    await client.connect();
+    await client.query("CREATE SCHEMA ${schema}");
+    await client.end();
+  `);
+});
+
+afterAll(async () => {
+  if (app !== undefined && redis !== undefined) {
+    await runInApp(`
+      import pg from "pg";
+      const client = new pg.Client(${JSON.stringify(PG_URL)});
+      await client.connect();
+      await client.query("DROP SCHEMA IF EXISTS ${schema} CASCADE");
+      await client.end();
+    `);
+  }
+  await Promise.all([lockd?.dispose(), redis?.stop()]);
+  if (app !== undefined) rmSync(app, { recursive: true, force: true });
+});
+
+describe("the packed packages in an app of their own", () => {
+  it("installs with every internal dependency resolved to a tarball (no workspace: left)", () => {
+    const lockfile = JSON.parse(readFileSync(join(app, "package-lock.json"), "utf8"));
+    const installed = Object.keys(lockfile.packages).filter((path) => path.startsWith("node_modules/@lock/"));
+    expect(installed.sort()).toEqual(packed.map(({ name }) => `node_modules/${name}`).sort());
+  });
+
+  it("imports @lock/client, and locks through it, under --pending-deprecation --throw-deprecation", async () => {
+    const stdout = await runInApp(`
+      import { LockClient } from "@lock/client";
+      const client = new LockClient({ servers: [${JSON.stringify(lockd.address)}] });
+      const lock = await client.acquire("scratch:strict", { leaseMs: 5_000 });
+      console.log(typeof lock.token, await lock.release());
+      await client.close();
+    `);
+    expect(stdout).toBe("bigint true\n");
+  });
+
+  it("runs the README's usage example (client, fence, Postgres) against lockd", async () => {
+    await runInApp(`
+      import pg from "pg";
+      import { createFenceTable } from "@lock/fence/postgres";
+      const pool = new pg.Pool({ connectionString: process.env.PG_URL });
+      await createFenceTable(pool);
+      await pool.query("CREATE TABLE orders (id int PRIMARY KEY, status text NOT NULL)");
+      await pool.query("INSERT INTO orders VALUES (42, 'new')");
+      await pool.end();
+    `);
+    const example = exampleAfter(join(REPO_ROOT, "README.md"), "Usage");
+    const pointed = example.replace(/servers: \[[^\]]*\]/, `servers: [${JSON.stringify(lockd.address)}]`);
+    expect(pointed).not.toBe(example);
+    await runInApp(pointed);
+    const rows = await runInApp(`
+      import pg from "pg";
+      const pool = new pg.Pool({ connectionString: process.env.PG_URL });
+      const orders = await pool.query("SELECT status FROM orders WHERE id = 42");
+      const fences = await pool.query("SELECT resource FROM lock_fence");
+      console.log(JSON.stringify([orders.rows, fences.rows]));
+      await pool.end();
+    `);
+    expect(JSON.parse(rows)).toEqual([[{ status: "paid" }], [{ resource: "orders:42" }]]);
+  });
+
+  it("runs the fence README's Postgres example", async () => {
+    const stdout = await runInApp(
+      exampleAfter(join(REPO_ROOT, "packages", "fence", "README.md"), "Postgres"),
+    );
+    expect(stdout).toMatch(/^balance now 90\nrefused: /);
+  });
+
+  it("runs the fence README's Redis example", async () => {
+    const stdout = await runInApp(exampleAfter(join(REPO_ROOT, "packages", "fence", "README.md"), "Redis"));
+    expect(stdout).toContain("fenceKey: '7'");
+  });
+
+  it("runs the fence README's Fastify example", async () => {
+    const stdout = await runInApp(exampleAfter(join(REPO_ROOT, "packages", "fence", "README.md"), "Fastify"));
+    expect(stdout).toMatch(/^200 .*\n409 /);
+  });
+});
