@@ -50,6 +50,17 @@ async function runInApp(code: string): Promise<string> {
   return stdout;
 }
 
+/** Runs one statement on PG_URL itself (outside the schema), with the app's pg. */
+async function onTheDatabase(sql: string): Promise<void> {
+  await runInApp(`
+    import pg from "pg";
+    const client = new pg.Client(${JSON.stringify(PG_URL)});
+    await client.connect();
+    await client.query(${JSON.stringify(sql)});
+    await client.end();
+  `);
+}
+
 beforeAll(async () => {
   app = mkdtempSync(join(tmpdir(), "lock-scratch-app-"));
   // The driver versions the fence package is tested with.
@@ -68,25 +79,12 @@ beforeAll(async () => {
     cwd: app,
   });
   [lockd, redis] = await Promise.all([LockdProcess.start(), PrivateRedis.start()]);
-  await runInApp(`
-    import pg from "pg";
-    const client = new pg.Client(${JSON.stringify(PG_URL)});
-    await client.connect();
-    await client.query("CREATE SCHEMA ${schema}");
-    await client.end();
-  `);
+  await onTheDatabase(`CREATE SCHEMA ${schema}`);
 });
 
 afterAll(async () => {
-  if (app !== undefined && redis !== undefined) {
-    await runInApp(`
-      import pg from "pg";
-      const client = new pg.Client(${JSON.stringify(PG_URL)});
-      await client.connect();
-      await client.query("DROP SCHEMA IF EXISTS ${schema} CASCADE");
-      await client.end();
-    `);
-  }
+  if (app !== undefined && redis !== undefined)
+    await onTheDatabase(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   await Promise.all([lockd?.dispose(), redis?.stop()]);
   if (app !== undefined) rmSync(app, { recursive: true, force: true });
 });
