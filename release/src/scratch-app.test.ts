@@ -23,43 +23,54 @@ const packed = inject("packed");
 let app: string;
 let lockd: LockdProcess;
 let redis: PrivateRedis;
-/** Every table the examples create lives in this schema (their names are fixed; the database is shared). */
-const schema = `scratch_app_${randomBytes(4).toString("hex")}`;
+/**
+ * The examples' tables have fixed names (`orders`, `lock_fence`…) and the database is shared: each
+ * example gets a schema of its own, first on its search path, dropped at the end.
+ */
+const schemaPrefix = `scratch_app_${randomBytes(4).toString("hex")}`;
+const schemas: string[] = [];
 let examples = 0;
 
-/** PG_URL with `schema` first on the search path. */
-function inSchema(url: string): string {
-  const withOptions = new URL(url);
-  withOptions.searchParams.set("options", `-c search_path=${schema}`);
-  return withOptions.toString();
-}
-
-/** Runs `code` as an ES module in the app folder (so imports resolve to what npm installed); its stdout. */
-async function runInApp(code: string): Promise<string> {
+/**
+ * Runs `code` as an ES module in the app folder (so imports resolve to what npm installed), with
+ * PG_URL pointing into `schema` when one is given; its stdout.
+ */
+async function runInApp(code: string, schema?: string): Promise<string> {
   const file = join(app, `example-${++examples}.mjs`);
   writeFileSync(file, code);
+  const pgUrl = new URL(PG_URL);
+  if (schema !== undefined) pgUrl.searchParams.set("options", `-c search_path=${schema}`);
   const { stdout } = await run(process.execPath, [file], {
     cwd: app,
     env: {
       PATH: process.env.PATH ?? "",
       NODE_OPTIONS: STRICT,
-      PG_URL: inSchema(PG_URL),
+      PG_URL: pgUrl.toString(),
       REDIS_URL: redis.url,
     },
   });
   return stdout;
 }
 
-/** Runs one statement on PG_URL itself (outside the schema), with the app's pg. */
+/** Runs one statement on PG_URL itself (outside any example's schema), with the app's pg. */
 async function onTheDatabase(sql: string): Promise<void> {
   await runInApp(`
     import pg from "pg";
-    const client = new pg.Client(${JSON.stringify(PG_URL)});
+    const client = new pg.Client(process.env.PG_URL);
     await client.connect();
     await client.query(${JSON.stringify(sql)});
     await client.end();
   `);
 }
+
+async function freshSchema(): Promise<string> {
+  const schema = `${schemaPrefix}_${schemas.length}`;
+  schemas.push(schema);
+  await onTheDatabase(`CREATE SCHEMA ${schema}`);
+  return schema;
+}
+
+const fenceReadme = join(REPO_ROOT, "packages", "fence", "README.md");
 
 beforeAll(async () => {
   app = mkdtempSync(join(tmpdir(), "lock-scratch-app-"));
@@ -79,12 +90,10 @@ beforeAll(async () => {
     cwd: app,
   });
   [lockd, redis] = await Promise.all([LockdProcess.start(), PrivateRedis.start()]);
-  await onTheDatabase(`CREATE SCHEMA ${schema}`);
 });
 
 afterAll(async () => {
-  if (app !== undefined && redis !== undefined)
-    await onTheDatabase(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  for (const schema of schemas) await onTheDatabase(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   await Promise.all([lockd?.dispose(), redis?.stop()]);
   if (app !== undefined) rmSync(app, { recursive: true, force: true });
 });
@@ -108,7 +117,8 @@ describe("the packed packages in an app of their own", () => {
   });
 
   it("runs the README's usage example (client, fence, Postgres) against lockd", async () => {
-    await runInApp(`
+    const schema = await freshSchema();
+    const setup = `
       import pg from "pg";
       import { createFenceTable } from "@lock/fence/postgres";
       const pool = new pg.Pool({ connectionString: process.env.PG_URL });
@@ -116,36 +126,39 @@ describe("the packed packages in an app of their own", () => {
       await pool.query("CREATE TABLE orders (id int PRIMARY KEY, status text NOT NULL)");
       await pool.query("INSERT INTO orders VALUES (42, 'new')");
       await pool.end();
-    `);
+    `;
+    await runInApp(setup, schema);
     const example = exampleAfter(join(REPO_ROOT, "README.md"), "Usage");
     const pointed = example.replace(/servers: \[[^\]]*\]/, `servers: [${JSON.stringify(lockd.address)}]`);
     expect(pointed).not.toBe(example);
-    await runInApp(pointed);
-    const rows = await runInApp(`
+    await runInApp(pointed, schema);
+    const check = `
       import pg from "pg";
       const pool = new pg.Pool({ connectionString: process.env.PG_URL });
       const orders = await pool.query("SELECT status FROM orders WHERE id = 42");
       const fences = await pool.query("SELECT resource FROM lock_fence");
       console.log(JSON.stringify([orders.rows, fences.rows]));
       await pool.end();
-    `);
-    expect(JSON.parse(rows)).toEqual([[{ status: "paid" }], [{ resource: "orders:42" }]]);
+    `;
+    expect(JSON.parse(await runInApp(check, schema))).toEqual([
+      [{ status: "paid" }],
+      [{ resource: "orders:42" }],
+    ]);
   });
 
   it("runs the fence README's Postgres example", async () => {
-    const stdout = await runInApp(
-      exampleAfter(join(REPO_ROOT, "packages", "fence", "README.md"), "Postgres"),
-    );
+    const stdout = await runInApp(exampleAfter(fenceReadme, "Postgres"), await freshSchema());
     expect(stdout).toMatch(/^balance now 90\nrefused: /);
   });
 
   it("runs the fence README's Redis example", async () => {
-    const stdout = await runInApp(exampleAfter(join(REPO_ROOT, "packages", "fence", "README.md"), "Redis"));
+    const stdout = await runInApp(exampleAfter(fenceReadme, "Redis"));
     expect(stdout).toContain("fenceKey: '7'");
   });
 
   it("runs the fence README's Fastify example", async () => {
-    const stdout = await runInApp(exampleAfter(join(REPO_ROOT, "packages", "fence", "README.md"), "Fastify"));
+    // Its store may be Postgres (tables of its own) or memory.
+    const stdout = await runInApp(exampleAfter(fenceReadme, "Fastify"), await freshSchema());
     expect(stdout).toMatch(/^200 .*\n409 /);
   });
 });
