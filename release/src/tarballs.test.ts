@@ -52,6 +52,17 @@ describe.each(packed)("$name tarball", ({ directory, tarball }) => {
       bugs: { url: "https://github.com/lock-dev/lock/issues" },
       publishConfig: { access: "public" },
     });
+    // publishConfig.exports repeats exports without the condition: a subpath added to one only fails here.
+    const workspace = JSON.parse(readFileSync(join(REPO_ROOT, directory, "package.json"), "utf8"));
+    const withoutSource = (conditions: Record<string, string>) =>
+      Object.fromEntries(Object.entries(conditions).filter(([condition]) => condition !== "@lock/source"));
+    expect(manifest.exports).toEqual(
+      Object.fromEntries(
+        Object.entries(workspace.exports as Record<string, Record<string, string>>).map(
+          ([path, conditions]) => [path, withoutSource(conditions)],
+        ),
+      ),
+    );
     expect(readFileSync(join(root, "LICENSE"), "utf8")).toMatch(/^MIT License\n/);
     expect(existsSync(join(root, "README.md"))).toBe(true);
   });
