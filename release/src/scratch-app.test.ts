@@ -72,14 +72,51 @@ async function freshSchema(): Promise<string> {
 
 const fenceReadme = join(REPO_ROOT, "packages", "fence", "README.md");
 
+/**
+ * A user's TypeScript, against every entry point: the public API type-checks, and the internals
+ * stripped from the declarations are not reachable (each `@ts-expect-error` fails the check if
+ * the line compiles).
+ */
+const CONSUMER = `
+import { Lock, LockClient, LockLostError } from "@lock/client";
+import { DeadlineHeap, ManualClock } from "@lock/deadline-heap";
+import { fence, memoryStore, StaleTokenError } from "@lock/fence";
+import { fencePlugin, fencingHeaders } from "@lock/fence/fastify";
+import { postgresStore } from "@lock/fence/postgres";
+import { redisStore } from "@lock/fence/redis";
+import { formatAddress, RequestDecoder } from "@lock/protocol";
+import { LockServer } from "@lock/server";
+import { SocketWriter, useFastIo } from "@lock/socket-io";
+
+export async function work(client: LockClient): Promise<bigint> {
+  const lock: Lock = await client.acquire("orders:42", { leaseMs: 30_000, waitMs: 5_000 });
+  const seen: boolean = lock instanceof Lock && !(lock.signal.reason instanceof LockLostError);
+  await fence(memoryStore(), "orders:42", lock.token, () => seen);
+  // @ts-expect-error the constructor is private
+  new Lock();
+  // @ts-expect-error internal, stripped
+  lock.startAutoExtend();
+  // @ts-expect-error internal, stripped
+  Lock.create;
+  await lock.release();
+  return lock.token;
+}
+
+export const parts = [DeadlineHeap, ManualClock, StaleTokenError, fencePlugin, fencingHeaders, postgresStore,
+  redisStore, formatAddress, RequestDecoder, LockServer, SocketWriter, useFastIo];
+`;
+
 beforeAll(async () => {
   app = mkdtempSync(join(tmpdir(), "lock-scratch-app-"));
   // The driver versions the fence package is tested with.
   const fence = JSON.parse(readFileSync(join(REPO_ROOT, "packages", "fence", "package.json"), "utf8"));
   const driverVersion = (name: string): string => fence.dependencies?.[name] ?? fence.devDependencies[name];
+  const root = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
   const dependencies = Object.fromEntries([
     ...packed.map(({ name, tarball }) => [name, `file:${tarball}`]),
-    ...["pg", "ioredis", "fastify", "fastify-plugin"].map((name) => [name, driverVersion(name)]),
+    ...["pg", "ioredis", "fastify", "fastify-plugin", "@types/pg"].map((name) => [name, driverVersion(name)]),
+    // For the TypeScript consumer below.
+    ["@types/node", root.devDependencies["@types/node"]],
   ]);
   writeFileSync(
     join(app, "package.json"),
@@ -103,6 +140,29 @@ describe("the packed packages in an app of their own", () => {
     const lockfile = JSON.parse(readFileSync(join(app, "package-lock.json"), "utf8"));
     const installed = Object.keys(lockfile.packages).filter((path) => path.startsWith("node_modules/@lock/"));
     expect(installed.sort()).toEqual(packed.map(({ name }) => `node_modules/${name}`).sort());
+  });
+
+  it("type-checks a TypeScript app against the packed declarations (strict, skipLibCheck off)", async () => {
+    writeFileSync(join(app, "consumer.ts"), CONSUMER);
+    writeFileSync(
+      join(app, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          target: "ES2022",
+          lib: ["ES2023"],
+          types: ["node"],
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+        },
+        files: ["consumer.ts"],
+      }),
+    );
+    // The workspace's compiler, the app's node_modules: what a user's `tsc` sees.
+    const tsc = join(REPO_ROOT, "node_modules", ".bin", "tsc");
+    await expect(run(tsc, ["-p", join(app, "tsconfig.json")], { cwd: app })).resolves.toBeDefined();
   });
 
   it("imports @lock/client, and locks through it, under --pending-deprecation --throw-deprecation", async () => {

@@ -43,7 +43,7 @@ const RENEW_AT_FRACTION = 1 / 3;
  * that arrives after release() started does not count as a loss.
  */
 // Linked (the client's intrusive list) is structural and left out of `implements`: its members are
-// @internal, stripped from the published .d.ts, where the clause would no longer hold.
+// internal, stripped from the published .d.ts, where the clause would no longer hold.
 export class Lock implements AsyncDisposable {
   /** @internal */
   [PREV]: Linked | undefined;
@@ -75,7 +75,7 @@ export class Lock implements AsyncDisposable {
    * came so late that `expiresAt` may already have passed; the client calls refresh() before
    * handing the lock out, and the deadline is enforced from then on.
    */
-  constructor(
+  static create(
     backend: LockBackend,
     key: string,
     token: bigint,
@@ -83,6 +83,19 @@ export class Lock implements AsyncDisposable {
     expiresAt: number,
     requestId: string,
     refreshFirst = false,
+  ): Lock {
+    return new Lock(backend, key, token, leaseMs, expiresAt, requestId, refreshFirst);
+  }
+
+  // Private, with the factory above stripped from the .d.ts: an application cannot make a Lock.
+  private constructor(
+    backend: LockBackend,
+    key: string,
+    token: bigint,
+    leaseMs: number,
+    expiresAt: number,
+    requestId: string,
+    refreshFirst: boolean,
   ) {
     this.#backend = backend;
     this.key = key;
