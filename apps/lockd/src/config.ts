@@ -215,7 +215,7 @@ export function usage(): string {
     `  --${"insecure".padEnd(22)} allow a non-loopback --listen without an auth token, --admin without an admin token, or --peers without a peer token  [LOCKD_INSECURE=1]`,
   );
   lines.push(
-    `  --${"fast-io".padEnd(22)} socket I/O through Node internals (process.binding, DEP0111): ~1 µs less per request; not with --throw-deprecation  [LOCKD_FAST_IO=1]`,
+    `  --${"fast-io".padEnd(22)} socket I/O through Node internals (process.binding, DEP0111): 2-3 µs less per round trip; not with --throw-deprecation  [LOCKD_FAST_IO=1]`,
   );
   lines.push(`  --${"help".padEnd(22)} print this help`);
   lines.push(`  --${"version".padEnd(22)} print lockd's version`);
