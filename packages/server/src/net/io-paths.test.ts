@@ -85,7 +85,18 @@ async function runCluster(mode: Mode) {
   });
   const peers = proxies.map((proxy) => proxy.address);
   const servers: LockServerType[] = [];
-  for (const proxy of proxies) {
+  // The first peer (highest priority) serves; the second follows it.
+  let serving!: () => void;
+  let following!: () => void;
+  const ready = Promise.all([
+    new Promise<void>((resolve) => {
+      serving = resolve;
+    }),
+    new Promise<void>((resolve) => {
+      following = resolve;
+    }),
+  ]);
+  for (const [index, proxy] of proxies.entries()) {
     const dataDir = mkdtempSync(join(tmpdir(), "lockd-io-"));
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const server = await LockServer.start({
@@ -96,6 +107,10 @@ async function runCluster(mode: Mode) {
         peers,
         peerToken: "io-paths-test-peer-token",
         timing: { heartbeatMs: 50, peerTimeoutMs: 1_000 },
+        events:
+          index === 0
+            ? { serving: () => serving() }
+            : { following: (address) => address === peers[0] && following() },
       },
     });
     cleanups.push(() => server.close(100));
@@ -103,7 +118,7 @@ async function runCluster(mode: Mode) {
     servers.push(server);
   }
   const [active, standby] = servers as [LockServerType, LockServerType];
-  await until(() => active.node.role === "active" && standby.cluster!.peerStatus()[0]!.live);
+  await ready;
 
   const client = await LineClient.connect(active.port);
   cleanups.push(() => client.close());
@@ -112,10 +127,13 @@ async function runCluster(mode: Mode) {
     expect(granted).toMatch(new RegExp(`^A io-paths:${i} \\d+$`));
     expect(await client.request(`R io-paths:${i} ${granted.split(" ")[2]}`)).toBe(`R io-paths:${i} 1`);
   }
-  // The standby acknowledged the whole stream: every link carried frames both ways.
+  // Both links finished their handshake (so each end of each wrote and read), and the standby
+  // acknowledged the whole stream.
   await until(() => {
-    const lag = active.cluster!.peerStatus()[1]!.replicationLag;
-    return lag !== null && lag.ops === 0;
+    const [, toStandby] = active.cluster!.peerStatus();
+    const [toActive] = standby.cluster!.peerStatus();
+    const lag = toStandby!.replicationLag;
+    return toStandby!.linkConnected === true && toActive!.linkConnected === true && lag?.ops === 0;
   });
 
   const serverPorts = new Set(servers.map((server) => server.port));
