@@ -1,13 +1,15 @@
 import { createServer, type Socket } from "node:net";
-import { readIntoSharedBuffer, SocketWriter } from "@lock/socket-io";
+import { readIntoSharedBuffer, SocketWriter, useFastIo } from "@lock/socket-io";
 
 /**
  * The raw Node socket ceiling: a server that speaks just enough of the lock protocol to satisfy the
  * load generator (every `A key … id` gets `A key 1 id`, every `R key …` gets `R key 1`) with no engine,
- * no validation, and one write per chunk, over the same socket I/O as lockd (`@lock/socket-io`: reads
- * into one shared buffer, writes straight into the handle). lockd's throughput divided by this is
- * the share of a Node process's socket capacity that lockd keeps.
+ * no validation, and one write per chunk, over the same socket I/O as lockd (`@lock/socket-io`): the
+ * public stream API by default, the fast paths (reads into one shared buffer, writes straight into
+ * the handle) when LOCKD_FAST_IO=1, which the benchmarks pass on to lockd too. lockd's throughput
+ * divided by this is the share of a Node process's socket capacity that lockd keeps.
  */
+if (process.env.LOCKD_FAST_IO === "1") useFastIo(true);
 function serve(accepted: Socket): void {
   let rest = "";
   let writer: SocketWriter | undefined;

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RequestDecoder } from "@lock/protocol";
 import { DEFAULT_SERVER_LIMITS, LockEngine, LockNode, monotonicClock, TokenIssuer } from "@lock/server";
+import { lockdMemory } from "./lockd-memory.js";
 import { formatRate, percentile, printRow } from "./report.js";
 import { runLoad, type Served, startEchoServer, startLockd } from "./spawn.js";
 
@@ -205,6 +206,7 @@ const sections: Record<string, () => unknown> = {
   latency,
   contended,
   memory,
+  "lockd-memory": lockdMemory,
   expiry: expiryLateness,
 };
 console.log(

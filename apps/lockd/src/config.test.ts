@@ -233,6 +233,14 @@ describe("lockd configuration", () => {
     );
   });
 
+  it("turns the fast I/O paths on with --fast-io or LOCKD_FAST_IO, off by default", () => {
+    expect(config([]).fastIo).toBe(false);
+    expect(config(["--fast-io"]).fastIo).toBe(true);
+    expect(config([], { LOCKD_FAST_IO: "1" }).fastIo).toBe(true);
+    expect(config([], { LOCKD_FAST_IO: "true" }).fastIo).toBe(true);
+    expect(config([], { LOCKD_FAST_IO: "0" }).fastIo).toBe(false);
+  });
+
   it("documents every flag in --help", () => {
     expect(parseConfig(["--help"], {}, readFile)).toEqual({ help: true });
     for (const flag of [
@@ -243,6 +251,7 @@ describe("lockd configuration", () => {
       "--tls-cert",
       "--max-connections",
       "--insecure",
+      "--fast-io",
     ]) {
       expect(usage()).toContain(flag);
     }

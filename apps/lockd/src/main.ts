@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
 import { EpochStoreError, LockServer } from "@lock/server";
+import { useFastIo } from "@lock/socket-io";
 import { pino } from "pino";
 import { ConfigError } from "./address.js";
 import { startAdmin } from "./admin.js";
@@ -41,6 +42,11 @@ async function main(): Promise<void> {
   let server: LockServer | undefined;
   const clusterLog = new ClusterLog(() => server?.node.advertise ?? "this node");
 
+  // Before the server starts: every socket it serves or dials follows this process-wide choice.
+  const directWrites = config.fastIo && useFastIo(true);
+  if (config.fastIo && !directWrites) {
+    log.warn("--fast-io: this Node lacks the internals for direct writes; writes use the socket streams");
+  }
   if (config.peers && config.peerToken === undefined) {
     log.warn("no peer token (--insecure): anyone who reaches the client port can join this cluster");
   }
@@ -161,6 +167,7 @@ async function main(): Promise<void> {
       peerAuth: config.peers ? config.peerToken !== undefined : null,
       adminAuth: config.adminToken !== undefined,
       peers: config.peers ?? null,
+      fastIo: config.fastIo ? (directWrites ? "reads and writes" : "reads") : "off",
     },
     "lockd ready",
   );

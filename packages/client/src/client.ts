@@ -208,7 +208,7 @@ export class LockClient implements AsyncDisposable {
     const { key, leaseMs, id } = op.spec;
     const expiresAt = leaseStartBound + leaseMs;
     const late = expiresAt - receivedAt < leaseMs * REFRESH_BELOW_FRACTION;
-    const lock = new Lock(this.#backend, key, token, leaseMs, expiresAt, id, late);
+    const lock = Lock.create(this.#backend, key, token, leaseMs, expiresAt, id, late);
     this.#held.add(lock);
     if (!late) return lock;
     // The lease is only known to run from the first write, and most of it may look spent (or past)

@@ -44,7 +44,7 @@ describe("Lock", () => {
   beforeEach(() => {
     vi.useFakeTimers();
     backend = new FakeBackend();
-    lock = new Lock(backend, "orders:42", 1099511627777n, LEASE, Date.now() + LEASE, "k1.1.00");
+    lock = Lock.create(backend, "orders:42", 1099511627777n, LEASE, Date.now() + LEASE, "k1.1.00");
   });
   afterEach(() => {
     backend.timers.stop();
@@ -176,7 +176,7 @@ describe("Lock", () => {
     backend.timers.stop();
     backend = new FakeBackend();
     // Granted after a wait longer than the lease: the deadline known from the write is already past.
-    const late = new Lock(backend, "orders:42", 7n, LEASE, Date.now() - 10, "k1.2.00", true);
+    const late = Lock.create(backend, "orders:42", 7n, LEASE, Date.now() - 10, "k1.2.00", true);
     expect(late.state).toBe("held");
     const refreshed = late.refresh();
     expect(backend.extends).toHaveLength(1);
@@ -192,7 +192,7 @@ describe("Lock", () => {
   });
 
   it("a late grant whose refresh is refused is lost, and the refresh rejects with LockLostError", async () => {
-    const late = new Lock(backend, "orders:42", 7n, LEASE, Date.now() - 10, "k1.2.00", true);
+    const late = Lock.create(backend, "orders:42", 7n, LEASE, Date.now() - 10, "k1.2.00", true);
     const refreshed = late.refresh();
     backend.extends.shift()!.resolve(false);
     await expect(refreshed).rejects.toMatchObject({ code: "LOCK_LOST", key: "orders:42", token: 7n });

@@ -42,7 +42,9 @@ const RENEW_AT_FRACTION = 1 / 3;
  * idempotent (later calls return the first call's promise) and ends every extension: a refusal
  * that arrives after release() started does not count as a loss.
  */
-export class Lock implements AsyncDisposable, Linked {
+// Linked (the client's intrusive list) is structural and left out of `implements`: its members are
+// internal, stripped from the published .d.ts, where the clause would no longer hold.
+export class Lock implements AsyncDisposable {
   /** @internal */
   [PREV]: Linked | undefined;
   /** @internal */
@@ -73,7 +75,7 @@ export class Lock implements AsyncDisposable, Linked {
    * came so late that `expiresAt` may already have passed; the client calls refresh() before
    * handing the lock out, and the deadline is enforced from then on.
    */
-  constructor(
+  static create(
     backend: LockBackend,
     key: string,
     token: bigint,
@@ -81,6 +83,19 @@ export class Lock implements AsyncDisposable, Linked {
     expiresAt: number,
     requestId: string,
     refreshFirst = false,
+  ): Lock {
+    return new Lock(backend, key, token, leaseMs, expiresAt, requestId, refreshFirst);
+  }
+
+  // Private, with the factory above stripped from the .d.ts: an application cannot make a Lock.
+  private constructor(
+    backend: LockBackend,
+    key: string,
+    token: bigint,
+    leaseMs: number,
+    expiresAt: number,
+    requestId: string,
+    refreshFirst: boolean,
   ) {
     this.#backend = backend;
     this.key = key;

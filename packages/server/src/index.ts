@@ -1,9 +1,7 @@
-export { formatAddress } from "@lock/protocol";
 export type {
   AcquireInput,
   AcquireOutcome,
   Clock,
-  DeadlineEntry,
   EngineCounters,
   EngineEvents,
   EngineJournal,
@@ -15,9 +13,7 @@ export type {
 } from "./engine/index.js";
 export {
   DEFAULT_ENGINE_LIMITS,
-  DeadlineHeap,
   LockEngine,
-  ManualClock,
   monotonicClock,
   TokenIssuer,
 } from "./engine/index.js";

@@ -1,8 +1,14 @@
 import { once } from "node:events";
 import { type AddressInfo, connect, createServer, type Socket } from "node:net";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useFastIo } from "./fast-io.js";
 import { readIntoSharedBuffer } from "./shared-read.js";
 import { SocketWriter } from "./socket-writer.js";
+
+// The fast paths under test; fast-io.test.ts covers the default (off).
+beforeAll(() => {
+  useFastIo(true);
+});
 
 describe("readIntoSharedBuffer", () => {
   it("moves an accepted connection onto the shared buffer: reads arrive through the callback", async () => {

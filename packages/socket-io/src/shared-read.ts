@@ -1,4 +1,5 @@
 import { Socket } from "node:net";
+import { fastIoEnabled } from "./fast-io.js";
 
 /**
  * Every plain TCP connection reads into this one buffer. libuv reads one socket at a time and the
@@ -15,10 +16,12 @@ const sharedBuffer = Buffer.allocUnsafe(64 * 1024);
  * Node offers `onread` only to sockets it connects, not to accepted ones, so this builds a new
  * Socket around the accepted one's handle. The server must accept with `pauseOnConnect` (nothing
  * read yet). The old socket is then destroyed without its handle, which settles the server's
- * connection count. Returns undefined, leaving the socket as it was, if the handle is not there
- * (a Node whose internals differ): the caller then reads with 'data' events.
+ * connection count. Returns undefined, leaving the socket as it was, when the fast paths are off
+ * (the default: see `useFastIo`) or the handle is not there (a Node whose internals differ): the
+ * caller then reads with 'data' events.
  */
 export function readIntoSharedBuffer(accepted: Socket, receive: (chunk: Buffer) => void): Socket | undefined {
+  if (!fastIoEnabled()) return undefined;
   const internals = accepted as unknown as { _handle: unknown };
   const handle = internals._handle;
   if (handle === null || typeof handle !== "object") return undefined;

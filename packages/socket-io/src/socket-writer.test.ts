@@ -2,8 +2,13 @@ import { once } from "node:events";
 import { type AddressInfo, connect, createServer, type Server, type Socket } from "node:net";
 import { connect as connectTls, createServer as createTlsServer } from "node:tls";
 import { selfSignedCertificate } from "@lock/testkit";
-import { afterEach, describe, expect, it } from "vitest";
-import { SocketWriter } from "./index.js";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SocketWriter, useFastIo } from "./index.js";
+
+// The direct path under test (and the stream path with `direct: false`); fast-io.test.ts covers the default.
+beforeAll(() => {
+  useFastIo(true);
+});
 
 const cleanups: Array<() => void> = [];
 afterEach(() => {

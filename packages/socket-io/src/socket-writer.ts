@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { TLSSocket } from "node:tls";
 import { getSystemErrorName } from "node:util";
+import { fastIoEnabled } from "./fast-io.js";
 import {
   type StreamHandle,
   type StreamInternals,
@@ -10,8 +11,9 @@ import {
 
 export interface SocketWriterOptions {
   /**
-   * Write straight into the socket's handle when possible (default). `false` always uses
-   * `socket.write`; so does a TLS socket, and a Node whose internals differ.
+   * Write straight into the socket's handle when possible. Default: whether the fast paths are on
+   * (`useFastIo`, off unless the process turned them on). `false` always uses `socket.write`; so
+   * does a TLS socket, and a Node whose internals differ.
    */
   direct?: boolean;
 }
@@ -49,7 +51,7 @@ export class SocketWriter {
   constructor(socket: Socket, drained: () => void, options: SocketWriterOptions = {}) {
     this.#socket = socket;
     this.#drained = drained;
-    const direct = options.direct !== false && !(socket instanceof TLSSocket);
+    const direct = (options.direct ?? fastIoEnabled()) && !(socket instanceof TLSSocket);
     this.#internals = direct ? streamInternals() : undefined;
     // The stream reports its own drains, for the writes that go through it.
     socket.on("drain", () => {

@@ -1,5 +1,3 @@
-export type { DeadlineEntry } from "@lock/deadline-heap";
-export { DeadlineHeap } from "@lock/deadline-heap";
 export type { Clock } from "./clock.js";
 export { ManualClock, monotonicClock } from "./clock.js";
 export type {

@@ -113,7 +113,8 @@ export class LockServer {
     const host = options.host ?? "127.0.0.1";
     const server = options.tls
       ? createTlsServer({ cert: options.tls.cert, key: options.tls.key })
-      : // Paused on accept: each connection moves to a socket that reads into a shared buffer.
+      : // Paused on accept: with the fast paths on (`useFastIo`, lockd's --fast-io) each connection
+        // moves to a socket that reads into a shared buffer; otherwise it is resumed as it is.
         createTcpServer({ pauseOnConnect: true });
     server.maxConnections = Number.MAX_SAFE_INTEGER; // counted below, to refuse with an error line
     await new Promise<void>((resolve, reject) => {
