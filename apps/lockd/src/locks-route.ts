@@ -6,8 +6,6 @@ export const DEFAULT_LOCKS_LIMIT = 100;
 export const MAX_LOCKS_LIMIT = 1000;
 /** Keys added to the ordered index per event-loop turn while it is first built (a few ms a step). */
 const INDEX_BUILD_STEP = 2_000;
-/** With no listing for this long, the engine drops its ordered index and stops maintaining it. */
-const INDEX_IDLE_MS = 10 * 60_000;
 
 /** `GET /locks`'s body. */
 export interface LocksPage {
@@ -25,13 +23,15 @@ export interface LocksPage {
 
 /**
  * `GET /locks?prefix=&limit=&cursor=`: held keys in UTF-8 byte order, a page at a time. The engine
- * keeps an ordered index of held keys from the first listing on (built in steps, so a million keys
- * never block the event loop for long), so a page costs O(log n + limit). The cursor is the last
- * key of the page, opaque to clients (base64url, versioned by its first letter).
+ * keeps an ordered index of held keys from the moment the admin server starts (built in steps if
+ * keys are already held, so a million keys never block the event loop for long), so every page,
+ * the first one included, costs O(log n + limit). The cursor is the last key of the page, opaque to
+ * clients (base64url, versioned by its first letter).
  */
 export function registerLocksRoute(app: FastifyInstance, server: LockServer): void {
-  let idle: NodeJS.Timeout | undefined;
-  app.addHook("onClose", async () => clearTimeout(idle));
+  // Kept from the start, not built on the first listing: that would make the first page on a
+  // million held keys wait for the build (a fifth of a second).
+  void prepareIndex(server);
   app.get("/locks", async (request, reply): Promise<LocksPage | undefined> => {
     const query = request.query as Record<string, unknown>;
     const prefix = query.prefix ?? "";
@@ -42,10 +42,7 @@ export function registerLocksRoute(app: FastifyInstance, server: LockServer): vo
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
     if (after === null) return badRequest(reply, "BAD_CURSOR", "cursor is not one this server returned");
 
-    clearTimeout(idle);
-    idle = setTimeout(() => server.node.engine.stopListing(), INDEX_IDLE_MS).unref();
-    // Re-read the engine each turn: a role change may replace the table meanwhile.
-    while (!server.node.engine.prepareListing(INDEX_BUILD_STEP)) await yieldToEventLoop();
+    await prepareIndex(server);
     const page = server.node.engine.listHeld({ prefix, after, limit });
     const last = page.keys.at(-1);
     return {
@@ -59,6 +56,12 @@ export function registerLocksRoute(app: FastifyInstance, server: LockServer): vo
       nextCursor: page.more && last ? encodeCursor(last.key) : null,
     };
   });
+}
+
+/** Builds the engine's ordered index of held keys in steps, one per event-loop turn, until complete. */
+async function prepareIndex(server: LockServer): Promise<void> {
+  // Re-read the engine each turn: a role change may replace the table meanwhile.
+  while (!server.node.engine.prepareListing(INDEX_BUILD_STEP)) await yieldToEventLoop();
 }
 
 function parseLimit(raw: unknown): number | undefined {
