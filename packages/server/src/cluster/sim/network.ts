@@ -80,6 +80,10 @@ export class Network {
     this.#hosts.set(host.name, host);
   }
 
+  hasHost(name: string): boolean {
+    return this.#hosts.has(name);
+  }
+
   host(name: string): Host {
     const host = this.#hosts.get(name);
     if (!host) throw new Error(`no host ${name}`);

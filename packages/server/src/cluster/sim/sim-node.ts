@@ -83,6 +83,7 @@ class ClientSession implements ConnectionEnd {
     }
     if ((reply.kind === "A" || reply.kind === "T" || reply.kind === "M" || reply.kind === "E") && reply.id) {
       if (this.#queued.delete(reply.id)) observer.dequeued(node, reply.key, reply.id, reply.kind === "A");
+      this.#leases.delete(reply.id);
     }
     if (reply.kind === "R" && !reply.released && this.#releasing)
       observer.refusedRelease(node, this.#releasing.key, this.#releasing.token);

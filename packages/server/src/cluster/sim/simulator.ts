@@ -1,7 +1,6 @@
 import { History } from "./history.js";
 import { describeFault, type Fault, planFaults } from "./nemesis.js";
 import type { Network } from "./network.js";
-import type { Rng } from "./rng.js";
 import type { Scheduler } from "./scheduler.js";
 import { SimClient } from "./sim-client.js";
 import type { NodeObserver, SimNode } from "./sim-node.js";
@@ -90,7 +89,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   for (const client of clients) scheduler.at(rng.int(300, 600), () => client.start());
   const faults = planFaults(rng.fork(), nodes.length, steps, 1_500);
   for (const fault of faults) {
-    scheduleFault(fault, nodes, network, scheduler, rng);
+    scheduleFault(fault, nodes, network, scheduler);
     if (log) scheduler.at(fault.at, () => log(`fault: ${describeFault(fault, names).trim()}`));
   }
   const lastEnd = Math.max(1_500, ...faults.map((fault) => fault.at + fault.forMs));
@@ -170,7 +169,6 @@ function scheduleFault(
   nodes: readonly SimNode[],
   network: Network,
   scheduler: Scheduler,
-  rng: Rng,
 ): void {
   const names = nodes.map((node) => node.name);
   const at = (time: number, run: () => void) => scheduler.at(time, run);
@@ -242,7 +240,6 @@ function scheduleFault(
       at(end, () => {
         for (const node of nodes) if (!node.up) node.start();
       });
-      void rng;
       return;
   }
 }

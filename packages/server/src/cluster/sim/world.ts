@@ -166,9 +166,7 @@ export async function connectScripted(
   node: string,
 ): Promise<ScriptedConnection> {
   const scripted = new ScriptedConnection(world, client, node);
-  try {
-    world.network.host(client);
-  } catch {
+  if (!world.network.hasHost(client)) {
     world.network.addHost({
       name: client,
       up: true,
