@@ -3,11 +3,13 @@ import { DEFAULT_OPTIONS, resolveOptions } from "./options.js";
 import { type PoolSlot, ServerPool } from "./server-pool.js";
 
 const INTERVAL = 3_000;
+const HINT_INTERVAL = 200;
+const OPTIONS = { reconnectIntervalMs: INTERVAL, hintIntervalMs: HINT_INTERVAL };
 
 function readyPool(addresses: string[]): ServerPool {
-  const pool = new ServerPool(addresses, { reconnectIntervalMs: INTERVAL });
+  const pool = new ServerPool(addresses, OPTIONS);
   for (const slot of pool.dueForConnect(0)) {
-    pool.connecting(slot);
+    pool.connecting(slot, 0);
     pool.ready(slot);
   }
   return pool;
@@ -18,13 +20,13 @@ const picks = (pool: ServerPool, count: number, address?: string) =>
 
 describe("ServerPool", () => {
   it("keeps one connection per address, and two for a single address", () => {
-    expect(new ServerPool(["a:1", "b:1", "c:1"], { reconnectIntervalMs: INTERVAL }).size).toBe(3);
-    const single = new ServerPool(["a:1"], { reconnectIntervalMs: INTERVAL });
+    expect(new ServerPool(["a:1", "b:1", "c:1"], OPTIONS).size).toBe(3);
+    const single = new ServerPool(["a:1"], OPTIONS);
     expect(single.slots.map((slot) => slot.address)).toEqual(["a:1", "a:1"]);
   });
 
   it("connects every slot at once at the start", () => {
-    const pool = new ServerPool(["a:1", "b:1"], { reconnectIntervalMs: INTERVAL });
+    const pool = new ServerPool(["a:1", "b:1"], OPTIONS);
     expect(pool.dueForConnect(0)).toHaveLength(2);
     expect(pool.pick()).toBeUndefined();
   });
@@ -47,11 +49,11 @@ describe("ServerPool", () => {
     expect(pool.nextConnectAt()).toBe(10_000 + INTERVAL);
     expect(pool.dueForConnect(10_000 + INTERVAL - 1)).toEqual([]);
     expect(pool.dueForConnect(10_000 + INTERVAL)).toEqual([b]);
-    pool.connecting(b);
+    pool.connecting(b, 13_000);
     pool.down(b, 13_050, new Error("refused"));
     expect(b.failedAttempts).toBe(1);
     expect(pool.nextConnectAt()).toBe(13_050 + INTERVAL);
-    pool.connecting(b);
+    pool.connecting(b, 16_050);
     pool.ready(b);
     expect(b.failedAttempts).toBe(0);
     expect(pool.nextConnectAt()).toBeUndefined();
@@ -59,9 +61,9 @@ describe("ServerPool", () => {
   });
 
   it("says when a request can wait for a connection that is opening", () => {
-    const pool = new ServerPool(["a:1", "b:1"], { reconnectIntervalMs: INTERVAL });
+    const pool = new ServerPool(["a:1", "b:1"], OPTIONS);
     const [a, b] = pool.slots as [PoolSlot, PoolSlot];
-    pool.connecting(a);
+    pool.connecting(a, 0);
     expect(pool.isConnecting()).toBe(true);
     expect(pool.isConnecting("b:1")).toBe(false);
     pool.down(a, 0);
@@ -85,7 +87,7 @@ describe("ServerPool", () => {
     const a = pool.slots[0]!;
     pool.standby("a:1");
     pool.down(a, 0);
-    pool.connecting(a);
+    pool.connecting(a, 0);
     pool.ready(a);
     expect(a.standby).toBe(false);
   });
@@ -98,9 +100,42 @@ describe("ServerPool", () => {
     expect(pool.dueForConnect(500)).toEqual([added]);
     expect(pool.ensure("[::1]:7420", 600)).toEqual([added]);
     expect(pool.pick("[::1]:7420")).toBeUndefined();
-    pool.connecting(added!);
+    pool.connecting(added!, 500);
     pool.ready(added!);
     expect(pool.pick("[::1]:7420")).toBe(added);
+  });
+
+  it("connects a down slot at once when a redirect names it, not at its background interval", () => {
+    const pool = readyPool(["a:1", "b:1"]);
+    const a = pool.slots[0]!;
+    pool.down(a, 1_000, new Error("reset"));
+    expect(pool.nextConnectAt()).toBe(1_000 + INTERVAL);
+    expect(pool.ensure("a:1", 1_500)).toEqual([a]);
+    expect(pool.dueForConnect(1_500)).toEqual([a]);
+    pool.connecting(a, 1_500);
+    pool.down(a, 1_510, new Error("refused"));
+    // Refused again at once: the next redirect may bring it forward only a hint interval after the
+    // latest attempt, so redirects to a dead node do not turn into a connect storm.
+    pool.ensure("a:1", 1_520);
+    expect(pool.dueForConnect(1_520)).toEqual([]);
+    expect(pool.nextConnectAt()).toBe(1_500 + HINT_INTERVAL);
+    expect(pool.dueForConnect(1_500 + HINT_INTERVAL)).toEqual([a]);
+    // Without redirects, background attempts keep the reconnect interval.
+    pool.connecting(a, 1_700);
+    pool.down(a, 1_710);
+    expect(pool.nextConnectAt()).toBe(1_710 + INTERVAL);
+  });
+
+  it("a redirect leaves connecting and ready slots alone", () => {
+    const pool = new ServerPool(["a:1", "b:1"], OPTIONS);
+    const [a, b] = pool.slots as [PoolSlot, PoolSlot];
+    pool.connecting(a, 0);
+    pool.connecting(b, 0);
+    pool.ready(b);
+    pool.ensure("a:1", 10);
+    pool.ensure("b:1", 10);
+    expect([a.state, b.state]).toEqual(["connecting", "ready"]);
+    expect(pool.dueForConnect(10)).toEqual([]);
   });
 
   it("takes a draining node out of rotation", () => {

@@ -11,7 +11,11 @@
  *   every `reconnectIntervalMs` for as long as attempts fail;
  * - a node that redirected us (a standby) is only used while no other node is ready, so requests go
  *   straight to the active once it is known; connecting again forgets the mark;
- * - a redirect to an address not configured adds a slot for it.
+ * - a redirect to an address not configured adds a slot for it; a redirect to an address whose slot
+ *   is down connects it at once rather than at its next interval: the redirect is news that the node
+ *   is up (the node that took the active role back, say), not a guess. At most once per
+ *   `hintIntervalMs` per slot, so that standbys still pointing at a dead active during a failover
+ *   cost a refused connect now and then, not one per redirected request.
  */
 export type SlotState = "idle" | "connecting" | "ready" | "draining";
 
@@ -28,16 +32,22 @@ export interface PoolSlot {
   standby: boolean;
   /** Whether it has ever been ready (its next connect is a reconnect). */
   everReady: boolean;
+  /** Monotonic ms at which its latest connect attempt started (-Infinity before the first). */
+  lastAttemptAt: number;
   lastError: Error | undefined;
 }
 
 export interface ServerPoolOptions {
+  /** Background reconnects of a slot that went down: this long after, and again while they fail. */
   readonly reconnectIntervalMs: number;
+  /** The least time between two connect attempts of one slot brought forward by redirects. */
+  readonly hintIntervalMs: number;
 }
 
 export class ServerPool {
   readonly #slots: PoolSlot[] = [];
   readonly #reconnectIntervalMs: number;
+  readonly #hintIntervalMs: number;
   #cursor = 0;
   #lastError: Error | undefined;
 
@@ -45,6 +55,7 @@ export class ServerPool {
   constructor(addresses: readonly string[], options: ServerPoolOptions) {
     if (addresses.length === 0) throw new RangeError("at least one server address is required");
     this.#reconnectIntervalMs = options.reconnectIntervalMs;
+    this.#hintIntervalMs = options.hintIntervalMs;
     const perAddress = addresses.length === 1 ? 2 : 1;
     for (const address of addresses) for (let i = 0; i < perAddress; i++) this.#add(address);
   }
@@ -64,9 +75,10 @@ export class ServerPool {
     return ready;
   }
 
-  connecting(slot: PoolSlot): void {
+  connecting(slot: PoolSlot, nowMs: number): void {
     slot.state = "connecting";
     slot.standby = false;
+    slot.lastAttemptAt = nowMs;
   }
 
   ready(slot: PoolSlot): void {
@@ -144,11 +156,17 @@ export class ServerPool {
   }
 
   /**
-   * The slots for `address`, adding one (idle, due now) if there is none: a redirect may name an
-   * active that is not in the configured list.
+   * A redirect named `address`: its slots, adding one (idle, due now) if there is none (a redirect
+   * may name an active that is not in the configured list). An idle slot for it is due now, or
+   * `hintIntervalMs` after its latest attempt if that is later, instead of at its background time.
    */
   ensure(address: string, nowMs: number): PoolSlot[] {
     const existing = this.#slots.filter((slot) => slot.address === address);
+    for (const slot of existing) {
+      if (slot.state !== "idle") continue;
+      const hinted = Math.max(nowMs, slot.lastAttemptAt + this.#hintIntervalMs);
+      slot.nextConnectAt = Math.min(slot.nextConnectAt, hinted);
+    }
     if (existing.length > 0) return existing;
     const slot = this.#add(address);
     slot.nextConnectAt = nowMs;
@@ -169,6 +187,7 @@ export class ServerPool {
       failedAttempts: 0,
       standby: false,
       everReady: false,
+      lastAttemptAt: Number.NEGATIVE_INFINITY,
       lastError: undefined,
     };
     this.#slots.push(slot);

@@ -44,7 +44,10 @@ export class Transport implements Router, ConnectionListener {
     this.#options = options;
     this.#timers = timers;
     this.#events = events;
-    this.pool = new ServerPool(options.servers, { reconnectIntervalMs: options.reconnectIntervalMs });
+    this.pool = new ServerPool(options.servers, {
+      reconnectIntervalMs: options.reconnectIntervalMs,
+      hintIntervalMs: options.retryIntervalMs,
+    });
     // Next tick, so that listeners attached right after construction see the first events. A
     // request sent before then connects at once (see send).
     process.nextTick(() => this.#connectDue());
@@ -207,7 +210,7 @@ export class Transport implements Router, ConnectionListener {
   #connectDue(): void {
     if (this.#closed) return;
     for (const slot of this.pool.dueForConnect(this.#timers.clock.now())) {
-      this.pool.connecting(slot);
+      this.pool.connecting(slot, this.#timers.clock.now());
       this.#events.emit("connecting", {
         address: slot.address,
         connection: slot.index,
