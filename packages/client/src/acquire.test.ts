@@ -112,6 +112,25 @@ describe("AcquireOp", () => {
     expect(probed).toEqual([]);
   });
 
+  it("moves off a superseded connection at once, with the same id and the wait left, without using up a try", async () => {
+    router.size = 2;
+    const op = start({ waitMs: 5_000 });
+    const first = router.last();
+    await vi.advanceTimersByTimeAsync(600);
+    router.supersede(first);
+    const moved = router.last();
+    expect(moved.request).toEqual({ ...first.request, waitMs: 4_400 });
+    expect(retries).toEqual([2]);
+    // Two moves and a drop on two connections: the drop is the first failed try, not the third.
+    router.supersede(moved);
+    router.lose(router.last(), true, new Error("reset"));
+    expect(router.sent).toHaveLength(4);
+    expect(retries).toEqual([2, 3, 4]);
+    router.reply(router.last(), grant(8n));
+    expect((await op.promise)?.token).toBe(8n);
+    expect(probed).toEqual([]);
+  });
+
   it("gives up after as many dropped connections as there are, and looks for an orphaned grant", async () => {
     router.size = 3;
     const op = start();

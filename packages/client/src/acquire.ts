@@ -79,6 +79,8 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   #reject!: (error: Error) => void;
   #ticket: Ticket | undefined;
   #tries = 0;
+  /** Moves off a silent node to one that claimed the active role (not counted as tries). */
+  #moves = 0;
   #redirects = 0;
   #firstWrittenAt = Number.NaN;
   // An attempt was written and its connection dropped: the server may hold a grant for our id.
@@ -190,6 +192,14 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       if (this.#unresolvedWrite) this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
       return;
     }
+    if (ticket.connection?.superseded) {
+      // Dropped because another node says it is the active while this one was silent: move there
+      // at once, with the same id and the wait left. Not a failed try: that node answers.
+      this.#moves += 1;
+      this.#ctx.retried(this.spec, this.#tries + this.#moves + 1, error);
+      this.#attempt(undefined);
+      return;
+    }
     // The active a redirect named could not be reached: during a failover the standbys point at the
     // old active until they notice it is gone. Not a failed try of our connections: ask again shortly.
     if (!written && ticket.address !== undefined) this.#backOff(error);
@@ -226,7 +236,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       this.#fail(this.#noServer(error));
       return;
     }
-    this.#ctx.retried(this.spec, this.#tries + 1, error);
+    this.#ctx.retried(this.spec, this.#tries + this.#moves + 1, error);
     this.#attempt(undefined);
   }
 

@@ -1,6 +1,6 @@
 import type { Reply, Request } from "@lock/protocol";
 import { vi } from "vitest";
-import { type ReplyHandler, Ticket } from "./connection.js";
+import { type Connection, type ReplyHandler, Ticket } from "./connection.js";
 import { TimerQueue } from "./timers.js";
 import type { Router } from "./transport.js";
 
@@ -84,6 +84,12 @@ export class FakeRouter implements Router {
   lose(sent: Sent, written = true, error?: Error): void {
     sent.ticket.state = "dropped";
     sent.ticket.handler.onLost(sent.ticket, written, error);
+  }
+
+  /** The written request's connection was dropped because another node claimed the active role. */
+  supersede(sent: Sent, error = new Error("silent; another node is the active")): void {
+    sent.ticket.connection = { superseded: true } as Connection;
+    this.lose(sent, true, error);
   }
 }
 

@@ -127,7 +127,9 @@ export class RetryingRequest implements ReplyHandler, Linked {
     if (Number.isNaN(this.#startedAt)) this.#startedAt = ticket.writtenAt;
     if (written && Number.isNaN(this.firstLostWriteAt)) this.firstLostWriteAt = ticket.writtenAt;
     this.#lastError = error ?? this.#lastError;
-    this.#retryLater();
+    // Dropped because another node says it is the active while this one was silent: go there now.
+    if (ticket.connection?.superseded) this.#attempt(undefined);
+    else this.#retryLater();
   }
 
   #attempt(address: string | undefined): void {

@@ -4,7 +4,12 @@ import { type PoolSlot, ServerPool } from "./server-pool.js";
 
 const INTERVAL = 3_000;
 const HINT_INTERVAL = 200;
-const OPTIONS = { reconnectIntervalMs: INTERVAL, hintIntervalMs: HINT_INTERVAL };
+const ANSWER_TIMEOUT = 250;
+const OPTIONS = {
+  reconnectIntervalMs: INTERVAL,
+  hintIntervalMs: HINT_INTERVAL,
+  answerTimeoutMs: ANSWER_TIMEOUT,
+};
 
 function readyPool(addresses: string[]): ServerPool {
   const pool = new ServerPool(addresses, OPTIONS);
@@ -136,6 +141,85 @@ describe("ServerPool", () => {
     pool.ensure("b:1", 10);
     expect([a.state, b.state]).toEqual(["connecting", "ready"]);
     expect(pool.dueForConnect(10)).toEqual([]);
+  });
+
+  describe("a silent connection", () => {
+    it("is avoided like a standby while it is silent, and used again once it speaks", () => {
+      const pool = readyPool(["a:1", "b:1", "c:1"]);
+      const [a] = pool.slots as [PoolSlot];
+      pool.standby("b:1");
+      pool.standby("c:1");
+      expect(picks(pool, 2)).toEqual([0, 0]);
+      pool.silent(a, 1_000);
+      expect(new Set(picks(pool, 4))).toEqual(new Set([1, 2]));
+      pool.spoke(a);
+      expect(picks(pool, 2)).toEqual([0, 0]);
+    });
+
+    it("probes one ready slot of every other address at once, fast while a promotion is expected, then slower", () => {
+      const pool = readyPool(["a:1", "b:1", "c:1"]);
+      const [a, b, c] = pool.slots as [PoolSlot, PoolSlot, PoolSlot];
+      expect(pool.nextProbeAt()).toBeUndefined();
+      pool.silent(a, 1_000);
+      expect(pool.nextProbeAt()).toBe(1_000);
+      expect(pool.probeTargets(1_000)).toEqual([b, c]);
+      // Not due again until the fast interval (a fifth of the answer timeout) has passed.
+      expect(pool.probeTargets(1_001)).toEqual([]);
+      const fast = ANSWER_TIMEOUT / 5;
+      expect(pool.nextProbeAt()).toBe(1_000 + fast);
+      let now = 1_000 + fast;
+      while (now - 1_000 < 4 * ANSWER_TIMEOUT) {
+        expect(pool.probeTargets(now)).toEqual([b, c]);
+        now = pool.nextProbeAt()!;
+      }
+      expect(pool.probeTargets(now)).toEqual([b, c]);
+      expect(pool.nextProbeAt()).toBe(now + ANSWER_TIMEOUT);
+      pool.spoke(a);
+      expect(pool.nextProbeAt()).toBeUndefined();
+      expect(pool.probeTargets(now + ANSWER_TIMEOUT)).toEqual([]);
+    });
+
+    it("does not probe the silent node's own other slot, and brings idle slots of other nodes forward", () => {
+      const single = readyPool(["a:1"]);
+      single.silent(single.slots[0]!, 0);
+      expect(single.probeTargets(0)).toEqual([]);
+      const pool = readyPool(["a:1", "b:1"]);
+      const [a, b] = pool.slots as [PoolSlot, PoolSlot];
+      pool.down(b, 500);
+      pool.silent(a, 1_000);
+      expect(pool.probeTargets(1_000)).toEqual([]);
+      // b's background reconnect was due at 3 500; the silence makes it due now.
+      expect(pool.dueForConnect(1_000)).toEqual([b]);
+    });
+
+    it("is dropped and superseded when another node claims the active role; stays avoided after a reconnect until it serves", () => {
+      const pool = readyPool(["a:1", "b:1", "c:1"]);
+      const [a, b, c] = pool.slots as [PoolSlot, PoolSlot, PoolSlot];
+      pool.standby("b:1");
+      pool.standby("c:1");
+      pool.silent(a, 1_000);
+      expect(pool.claimsActive(b)).toEqual([a]);
+      expect(a.superseded).toBe(true);
+      expect(b.standby).toBe(false);
+      pool.down(a, 1_300);
+      expect(pool.nextProbeAt()).toBeUndefined();
+      expect(picks(pool, 2)).toEqual([1, 1]);
+      pool.connecting(a, 4_300);
+      pool.ready(a);
+      // Reconnected, but the old active may still be stopped behind a socket that accepts.
+      expect(picks(pool, 2)).toEqual([1, 1]);
+      pool.serving(a);
+      expect(new Set(picks(pool, 4))).toEqual(new Set([0, 1]));
+      expect(c.standby).toBe(true);
+    });
+
+    it("a claim while nothing is silent changes nothing: two nodes that answer are a partition's two actives", () => {
+      const pool = readyPool(["a:1", "b:1"]);
+      const [, b] = pool.slots as [PoolSlot, PoolSlot];
+      pool.standby("b:1");
+      expect(pool.claimsActive(b)).toEqual([]);
+      expect(b.standby).toBe(true);
+    });
   });
 
   it("takes a draining node out of rotation", () => {

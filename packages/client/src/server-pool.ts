@@ -15,7 +15,15 @@
  *   is down connects it at once rather than at its next interval: the redirect is news that the node
  *   is up (the node that took the active role back, say), not a guess. At most once per
  *   `hintIntervalMs` per slot, so that standbys still pointing at a dead active during a failover
- *   cost a refused connect now and then, not one per redirected request.
+ *   cost a refused connect now and then, not one per redirected request;
+ * - a connection that owes replies and has been silent for the answer timeout (a stopped process
+ *   closes nothing; see SilenceWatch) is avoided like a standby, and the other nodes are probed
+ *   (`I`) until one of them says it is the active or the silent one speaks again: every
+ *   `answerTimeoutMs / 5` during the first `4 × answerTimeoutMs` of the silence (when a standby's
+ *   promotion is expected: lockd's peer timeout plus a promotion), then every `answerTimeoutMs`;
+ * - when another node says it is the active, the silent slots are dropped (their requests move on,
+ *   `superseded`) and stay avoided like a standby, even after they reconnect, until they answer a
+ *   request themselves: the old active may still be stopped behind a socket that accepts.
  */
 export type SlotState = "idle" | "connecting" | "ready" | "draining";
 
@@ -34,6 +42,10 @@ export interface PoolSlot {
   everReady: boolean;
   /** Monotonic ms at which its latest connect attempt started (-Infinity before the first). */
   lastAttemptAt: number;
+  /** Monotonic ms since which it owes replies in silence; NaN while it answers. */
+  silentSince: number;
+  /** Another node claimed the active role while this one was silent: prefer other nodes. */
+  superseded: boolean;
   lastError: Error | undefined;
 }
 
@@ -42,13 +54,22 @@ export interface ServerPoolOptions {
   readonly reconnectIntervalMs: number;
   /** The least time between two connect attempts of one slot brought forward by redirects. */
   readonly hintIntervalMs: number;
+  /** How long a connection may owe replies in silence before the others are probed. */
+  readonly answerTimeoutMs: number;
 }
+
+/** How many answer timeouts of silence get the fast probes (a standby promotes within them). */
+const FAST_PROBE_TIMEOUTS = 4;
+/** Fast probes per answer timeout. */
+const FAST_PROBES_PER_TIMEOUT = 5;
 
 export class ServerPool {
   readonly #slots: PoolSlot[] = [];
   readonly #reconnectIntervalMs: number;
   readonly #hintIntervalMs: number;
+  readonly #answerTimeoutMs: number;
   #cursor = 0;
+  #nextProbeAt: number | undefined;
   #lastError: Error | undefined;
 
   /** Every slot is `idle` and due at once, so the first `dueForConnect` connects them all. */
@@ -56,6 +77,7 @@ export class ServerPool {
     if (addresses.length === 0) throw new RangeError("at least one server address is required");
     this.#reconnectIntervalMs = options.reconnectIntervalMs;
     this.#hintIntervalMs = options.hintIntervalMs;
+    this.#answerTimeoutMs = options.answerTimeoutMs;
     const perAddress = addresses.length === 1 ? 2 : 1;
     for (const address of addresses) for (let i = 0; i < perAddress; i++) this.#add(address);
   }
@@ -92,6 +114,7 @@ export class ServerPool {
   down(slot: PoolSlot, nowMs: number, error?: Error): void {
     if (slot.state === "connecting") slot.failedAttempts += 1;
     slot.state = "idle";
+    slot.silentSince = Number.NaN;
     slot.nextConnectAt = nowMs + this.#reconnectIntervalMs;
     slot.lastError = error ?? slot.lastError;
     this.#lastError = error ?? this.#lastError;
@@ -110,6 +133,72 @@ export class ServerPool {
   /** The node answered a request itself: whatever it was before, it serves now. */
   serving(slot: PoolSlot): void {
     slot.standby = false;
+    slot.superseded = false;
+  }
+
+  /** The slot owes replies and has been silent for the answer timeout: look for another active. */
+  silent(slot: PoolSlot, nowMs: number): void {
+    if (slot.state !== "ready" || !Number.isNaN(slot.silentSince)) return;
+    slot.silentSince = nowMs;
+    this.#nextProbeAt ??= nowMs;
+  }
+
+  /** Bytes arrived on a slot reported silent: it runs after all. */
+  spoke(slot: PoolSlot): void {
+    slot.silentSince = Number.NaN;
+  }
+
+  /**
+   * The slots to send a probe (`I`) now, one ready slot per address that has no silent slot, when
+   * a probe round is due (empty otherwise). Idle slots of those addresses are due for a connect at
+   * once, as for a redirect (`ensure`): the silence is news that the active may have moved.
+   */
+  probeTargets(nowMs: number): PoolSlot[] {
+    const next = this.#nextProbeAt;
+    if (next === undefined || next > nowMs) return [];
+    const silentSince = this.#earliestSilence();
+    if (silentSince === undefined) {
+      this.#nextProbeAt = undefined;
+      return [];
+    }
+    const fast = nowMs - silentSince < FAST_PROBE_TIMEOUTS * this.#answerTimeoutMs;
+    const interval = fast ? this.#answerTimeoutMs / FAST_PROBES_PER_TIMEOUT : this.#answerTimeoutMs;
+    this.#nextProbeAt = nowMs + Math.max(1, interval);
+    const silentAddresses = new Set<string>();
+    for (const slot of this.#slots) if (!Number.isNaN(slot.silentSince)) silentAddresses.add(slot.address);
+    const targets = new Map<string, PoolSlot>();
+    for (const slot of this.#slots) {
+      if (silentAddresses.has(slot.address)) continue;
+      if (slot.state === "ready") {
+        if (!targets.has(slot.address)) targets.set(slot.address, slot);
+      } else if (slot.state === "idle") {
+        this.ensure(slot.address, nowMs);
+      }
+    }
+    return [...targets.values()];
+  }
+
+  /** When the next probe round is due; undefined while no slot is silent. */
+  nextProbeAt(): number | undefined {
+    if (this.#earliestSilence() === undefined) this.#nextProbeAt = undefined;
+    return this.#nextProbeAt;
+  }
+
+  /**
+   * The node behind `slot` says it is the active. Returns the silent slots of other addresses,
+   * now marked superseded: the caller drops their connections so that what they carry moves on.
+   */
+  claimsActive(slot: PoolSlot): PoolSlot[] {
+    const dropped = this.#slots.filter(
+      (other) => other.address !== slot.address && !Number.isNaN(other.silentSince),
+    );
+    // Nothing silent any more (it spoke meanwhile): two nodes that answer and both claim the role
+    // are a partition's two actives, and the client keeps to the one it used.
+    if (dropped.length === 0) return dropped;
+    for (const other of dropped) other.superseded = true;
+    slot.standby = false;
+    slot.superseded = false;
+    return dropped;
   }
 
   /** `idle` slots whose connect time has come. */
@@ -129,23 +218,25 @@ export class ServerPool {
 
   /**
    * The next ready slot in round-robin order (of `address` only, if given), preferring nodes not
-   * known as standbys; undefined if no slot is ready.
+   * known as standbys, and standbys to nodes that are silent or superseded (a standby at least
+   * answers, and may have promoted since it redirected us); undefined if no slot is ready.
    */
   pick(address?: string): PoolSlot | undefined {
     const count = this.#slots.length;
-    let fallback: PoolSlot | undefined;
+    let best: PoolSlot | undefined;
+    let bestRank = Number.POSITIVE_INFINITY;
     for (let step = 0; step < count; step++) {
       const slot = this.#slots[(this.#cursor + step) % count]!;
       if (slot.state !== "ready" || (address !== undefined && slot.address !== address)) continue;
-      if (slot.standby) {
-        fallback ??= slot;
-        continue;
+      const rank = slot.superseded || !Number.isNaN(slot.silentSince) ? 2 : slot.standby ? 1 : 0;
+      if (rank < bestRank) {
+        best = slot;
+        bestRank = rank;
+        if (rank === 0) break;
       }
-      this.#cursor = (slot.index + 1) % count;
-      return slot;
     }
-    if (fallback !== undefined) this.#cursor = (fallback.index + 1) % count;
-    return fallback;
+    if (best !== undefined) this.#cursor = (best.index + 1) % count;
+    return best;
   }
 
   /** True if some slot (of `address`, if given) is connecting: a request can wait for it. */
@@ -178,6 +269,15 @@ export class ServerPool {
     return this.#lastError;
   }
 
+  #earliestSilence(): number | undefined {
+    let earliest: number | undefined;
+    for (const slot of this.#slots) {
+      if (!Number.isNaN(slot.silentSince) && (earliest === undefined || slot.silentSince < earliest))
+        earliest = slot.silentSince;
+    }
+    return earliest;
+  }
+
   #add(address: string): PoolSlot {
     const slot: PoolSlot = {
       index: this.#slots.length,
@@ -188,6 +288,8 @@ export class ServerPool {
       standby: false,
       everReady: false,
       lastAttemptAt: Number.NEGATIVE_INFINITY,
+      silentSince: Number.NaN,
+      superseded: false,
       lastError: undefined,
     };
     this.#slots.push(slot);

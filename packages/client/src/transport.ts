@@ -1,6 +1,6 @@
-import type { Request } from "@lock/protocol";
+import type { Reply, Request } from "@lock/protocol";
 import { Connection, type ConnectionListener, type ReplyHandler, Ticket } from "./connection.js";
-import { ProtocolError } from "./errors.js";
+import { NoServerError, ProtocolError } from "./errors.js";
 import type { Emitter } from "./events.js";
 import type { ResolvedOptions } from "./options.js";
 import { type PoolSlot, ServerPool } from "./server-pool.js";
@@ -22,8 +22,10 @@ export interface Router {
 
 /**
  * The connections of one client: the ServerPool's decisions carried out on real sockets. It routes
- * each request to a ready connection, parks requests while connections are still opening, and keeps
- * reconnecting slots that went down. Retry decisions stay with the requests' handlers.
+ * each request to a ready connection, parks requests while connections are still opening, keeps
+ * reconnecting slots that went down, and while a connection is silent (a stopped active) probes the
+ * other nodes with `I` and drops the silent one once another says it is the active, so that what it
+ * carried moves there. Retry decisions stay with the requests' handlers.
  *
  * Ordering: requests sent to one connection are written in `send` order. A ticket is parked only
  * while a fitting connection is opening; parked tickets go out in `send` order once one is ready.
@@ -39,6 +41,10 @@ export class Transport implements Router, ConnectionListener {
   #reconnectAt = Number.POSITIVE_INFINITY;
   #closed = false;
   #idleWaiters: Array<() => void> = [];
+  #probeTimer: Timer | undefined;
+  #probeAt = Number.POSITIVE_INFINITY;
+  /** Slots with an `I` probe on its way: one at a time each. */
+  readonly #probing = new Set<PoolSlot>();
 
   constructor(options: ResolvedOptions, timers: TimerQueue, events: Emitter) {
     this.#options = options;
@@ -47,6 +53,7 @@ export class Transport implements Router, ConnectionListener {
     this.pool = new ServerPool(options.servers, {
       reconnectIntervalMs: options.reconnectIntervalMs,
       hintIntervalMs: options.retryIntervalMs,
+      answerTimeoutMs: options.answerTimeoutMs,
     });
     // Next tick, so that listeners attached right after construction see the first events. A
     // request sent before then connects at once (see send).
@@ -129,7 +136,7 @@ export class Transport implements Router, ConnectionListener {
   /** The node that carried `ticket` answered it itself. */
   served(ticket: Ticket): void {
     const slot = ticket.connection?.slot;
-    if (slot?.standby) this.pool.serving(slot);
+    if (slot?.standby || slot?.superseded) this.pool.serving(slot);
   }
 
   /** The node that carried `ticket` is shutting down: send it nothing more. */
@@ -155,6 +162,7 @@ export class Transport implements Router, ConnectionListener {
   close(): void {
     this.#closed = true;
     this.#reconnectTimer?.cancel();
+    this.#probeTimer?.cancel();
     for (const connection of this.#connections.values()) connection.destroy();
     this.#failParked(() => true);
   }
@@ -177,9 +185,19 @@ export class Transport implements Router, ConnectionListener {
     }
   }
 
+  silent(connection: Connection): void {
+    this.pool.silent(connection.slot, this.#timers.clock.now());
+    this.#probe();
+  }
+
+  spoke(connection: Connection): void {
+    this.pool.spoke(connection.slot);
+  }
+
   closed(connection: Connection, error: Error | undefined): void {
     const slot = connection.slot;
     this.#connections.delete(slot);
+    this.#probing.delete(slot);
     const wasReady = slot.state === "ready" || slot.state === "draining";
     this.pool.down(slot, this.#timers.clock.now(), error);
     if (this.#closed) return;
@@ -221,6 +239,45 @@ export class Transport implements Router, ConnectionListener {
     }
     this.#scheduleReconnect();
   }
+
+  /** A probe round, if one is due, and the timer for the next while a slot is silent. */
+  #probe(): void {
+    if (this.#closed) return;
+    for (const slot of this.pool.probeTargets(this.#timers.clock.now())) {
+      const connection = this.#connections.get(slot);
+      if (connection === undefined || this.#probing.has(slot)) continue;
+      this.#probing.add(slot);
+      connection.send(new Ticket({ op: "I" }, this.#probeReply, slot.address));
+    }
+    // Probing may have brought idle slots forward.
+    this.#connectDue();
+    const next = this.pool.nextProbeAt();
+    if (next === undefined || next >= this.#probeAt) return;
+    this.#probeTimer?.cancel();
+    this.#probeAt = next;
+    this.#probeTimer = this.#timers.at(next, () => {
+      this.#probeAt = Number.POSITIVE_INFINITY;
+      this.#probe();
+    });
+  }
+
+  readonly #probeReply: ReplyHandler = {
+    onReply: (reply: Reply, ticket: Ticket) => {
+      const connection = ticket.connection;
+      if (connection === undefined) return;
+      this.#probing.delete(connection.slot);
+      if (reply.kind !== "I" || reply.fields.get("role") !== "active") return;
+      for (const silent of this.pool.claimsActive(connection.slot)) {
+        const error = new NoServerError(
+          `${silent.address} did not answer for ${this.#options.answerTimeoutMs} ms, and ${connection.address} is the active`,
+        );
+        this.#connections.get(silent)?.destroy(error, true);
+      }
+    },
+    onLost: (ticket: Ticket) => {
+      if (ticket.connection !== undefined) this.#probing.delete(ticket.connection.slot);
+    },
+  };
 
   #scheduleReconnect(): void {
     const next = this.pool.nextConnectAt();

@@ -1,0 +1,52 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FakeRouter, fakeTimers } from "./fakes.test.support.js";
+import { RetryingRequest } from "./retrying-request.js";
+import type { TimerQueue } from "./timers.js";
+
+const POLICY = { windowMs: 5_000, intervalMs: 200 };
+
+describe("RetryingRequest", () => {
+  let router: FakeRouter;
+  let timers: TimerQueue;
+  let outcomes: Array<Error | undefined>;
+
+  beforeEach(() => {
+    vi.useFakeTimers();
+    router = new FakeRouter();
+    timers = fakeTimers();
+    outcomes = [];
+  });
+  afterEach(() => {
+    timers.stop();
+    vi.useRealTimers();
+  });
+
+  const release = () =>
+    new RetryingRequest(
+      router,
+      timers,
+      { op: "R", key: "k", token: 5n, id: "k1.1" },
+      POLICY,
+      undefined,
+      () => {},
+      (_request, error) => outcomes.push(error),
+    );
+
+  it("waits the retry interval after a dropped connection", async () => {
+    release();
+    router.lose(router.last(), true, new Error("reset"));
+    expect(router.sent).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(POLICY.intervalMs);
+    expect(router.sent).toHaveLength(2);
+  });
+
+  it("goes to another node at once when its connection was superseded by a new active", async () => {
+    const request = release();
+    router.supersede(router.last());
+    expect(router.sent).toHaveLength(2);
+    router.reply(router.last(), { kind: "R", key: "k", released: true });
+    expect(outcomes).toEqual([undefined]);
+    // The first attempt's reply was lost with its connection: it may have released the lock.
+    expect(request.firstLostWriteAt).toBe(router.sent[0]!.ticket.writtenAt);
+  });
+});
