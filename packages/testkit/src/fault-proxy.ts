@@ -4,6 +4,20 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 export type ProxyDirection = "toServer" | "toClient";
 
 /**
+ * Whose connections a cut applies to. A connection is a peer link when its first byte is `!` (the
+ * peer handshake's `!N`, which a cluster without a client auth token sends first), else a client.
+ */
+export type CutScope = "all" | "peers" | "clients";
+
+type PairKind = "unknown" | "peer" | "client";
+
+interface Pair {
+  readonly client: Socket;
+  readonly upstream: Socket;
+  kind: PairKind;
+}
+
+/**
  * A TCP proxy between a client and a lockd, for failure tests: `cut()` drops every connection
  * and refuses new ones (a partition: it stops listening, so a reconnect fails at once rather than
  * connecting and then being dropped, which a client would briefly count as connected), `heal()`
@@ -16,7 +30,8 @@ export type ProxyDirection = "toServer" | "toClient";
 export class FaultProxy {
   readonly #server: Server;
   readonly #port: number;
-  readonly #pairs = new Set<{ client: Socket; upstream: Socket }>();
+  readonly #pairs = new Set<Pair>();
+  #cutKind: "peer" | "client" | undefined;
   #targetPort: number;
   #cut = false;
   #closed = false;
@@ -58,8 +73,16 @@ export class FaultProxy {
     this.#targetPort = port;
   }
 
-  /** Drops every open connection and refuses new ones until `heal()`. */
-  cut(): void {
+  /**
+   * Drops every open connection and refuses new ones until `heal()`; with a scope, only peer links
+   * or only clients (see CutScope), and new ones of that kind are dropped at their first bytes.
+   */
+  cut(scope: CutScope = "all"): void {
+    if (scope !== "all") {
+      this.#cutKind = scope === "peers" ? "peer" : "client";
+      for (const pair of this.#pairs) if (pair.kind === this.#cutKind) this.#drop(pair);
+      return;
+    }
     if (!this.#cut) this.#server.close();
     this.#cut = true;
     this.dropAll();
@@ -83,6 +106,7 @@ export class FaultProxy {
   heal(): void {
     const wasCut = this.#cut;
     this.#cut = false;
+    this.#cutKind = undefined;
     if (wasCut) this.#relisten = this.#listenAgain();
     this.#frozen.toServer = false;
     this.#frozen.toClient = false;
@@ -132,24 +156,32 @@ export class FaultProxy {
     client.pause();
     const upstream = connect({ host: "127.0.0.1", port: this.#targetPort });
     upstream.on("error", () => client.destroy());
-    const pair = { client, upstream };
+    const pair: Pair = { client, upstream, kind: "unknown" };
     this.#pairs.add(pair);
-    const drop = () => {
-      this.#pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
+    const drop = () => this.#drop(pair);
     client.on("close", drop);
     upstream.on("close", drop);
     upstream.once("connect", () => {
-      this.#pipe(client, upstream, "toServer");
-      this.#pipe(upstream, client, "toClient");
+      // The first bytes tell a peer link from a client; one cut off by a scoped cut goes no further.
+      client.once("data", (chunk: Buffer) => {
+        pair.kind = chunk[0] === 0x21 ? "peer" : "client";
+        if (pair.kind === this.#cutKind) drop();
+      });
+      this.#pipe(client, upstream, "toServer", pair);
+      this.#pipe(upstream, client, "toClient", pair);
       client.resume();
     });
   }
 
-  #pipe(from: Socket, to: Socket, direction: ProxyDirection): void {
+  #drop(pair: Pair): void {
+    this.#pairs.delete(pair);
+    pair.client.destroy();
+    pair.upstream.destroy();
+  }
+
+  #pipe(from: Socket, to: Socket, direction: ProxyDirection, pair: Pair): void {
     from.on("data", (chunk: Buffer) => {
+      if (pair.kind !== "unknown" && pair.kind === this.#cutKind) return;
       this.#bytes[direction] += chunk.length;
       const forward = () => {
         if (!to.destroyed) to.write(chunk);

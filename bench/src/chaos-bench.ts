@@ -1,0 +1,176 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { parseArgs } from "node:util";
+import { createFenceTable, postgresStore } from "@lock/fence/postgres";
+import { LockdCluster } from "@lock/testkit";
+import pg from "pg";
+import { check, type FaultKind, failuresByKind, History, outages } from "./chaos-history.js";
+import { FAULT_KINDS, MEASURED_ON_ANOTHER_NODE, Nemesis } from "./chaos-nemesis.js";
+import { seededRandom, Workload } from "./chaos-workers.js";
+import { percentile, printRow } from "./report.js";
+
+/**
+ * Chaos run: a 3-node lockd cluster at default timing (100 ms heartbeats, 500 ms peer timeout),
+ * workers doing acquire → fenced Postgres write → release while a nemesis stops, kills, restarts and
+ * partitions nodes; then a checker over the recorded history and the outage per fault kind.
+ *
+ *   pnpm bench:chaos [--seed N] [--duration SECONDS] [--workers N] [--keys N]
+ *   pnpm bench:chaos --ci       one seeded round of every fault kind (about a minute)
+ *
+ * Exits 1 if the checker finds a duplicate token, a per-key token decrease outside the documented
+ * two-active windows, a stale write accepted by the fence, or an operation that never settled.
+ * Pinning: lockd nodes on cpu 0, this process (workers, proxies) on cpu 1 (BENCH_NODE_CPUS and
+ * BENCH_LOAD_CPUS override; "none" leaves them unpinned). Postgres is the machine's shared one.
+ */
+const { values: args } = parseArgs({
+  options: {
+    seed: { type: "string" },
+    duration: { type: "string" },
+    workers: { type: "string" },
+    keys: { type: "string" },
+    ci: { type: "boolean", default: false },
+  },
+});
+const seed = Number(args.seed ?? 1);
+const durationMs = Number(args.duration ?? (args.ci ? 60 : 600)) * 1_000;
+const workers = Number(args.workers ?? 36);
+const keys = Number(args.keys ?? 4);
+const LEASE_MS = 1_000;
+const WAIT_MS = 5_000;
+const PAUSE_PROBABILITY = 0.002;
+const STEADY_MS = 1_500;
+const DEFAULT_TIMING = ["--heartbeat-interval", "0.1", "--peer-timeout", "0.5"];
+const TARGETS: Partial<Record<FaultKind, string>> = {
+  stall: "first grant on the new active p99 <= 800 ms (peer timeout + 300)",
+  return: "gap p99 <= 100 ms",
+  kill: "first grant p99 <= 1000 ms",
+  handoff: "gap p99 <= 50 ms, 0 failed operations",
+};
+
+const cpus = (name: string, fallback: string) => {
+  const value = process.env[name] ?? fallback;
+  return value === "none" ? undefined : value;
+};
+const nodeCpus = cpus("BENCH_NODE_CPUS", "0");
+const loadCpus = cpus("BENCH_LOAD_CPUS", "1");
+if (loadCpus !== undefined) execFileSync("taskset", ["-pc", loadCpus, String(process.pid)], { stdio: "ignore" });
+
+console.log(
+  `lockd chaos bench  node ${process.version}  ${new Date().toISOString()}  seed=${seed}  duration=${durationMs / 1000}s` +
+    `  workers=${workers}  keys=${keys}  lease=${LEASE_MS}ms  wait=${WAIT_MS}ms  pinning: nodes cpu ${nodeCpus ?? "-"}, load cpu ${loadCpus ?? "-"}`,
+);
+
+const suffix = randomBytes(4).toString("hex");
+const tables = { fence: `chaos_${suffix}_fence`, log: `chaos_${suffix}_log`, control: `chaos_${suffix}_control` };
+const pool = new pg.Pool({
+  connectionString: process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+  max: 16,
+});
+const history = new History();
+let cluster: LockdCluster | undefined;
+let exitCode = 0;
+try {
+  await createFenceTable(pool, tables.fence);
+  await pool.query(`CREATE TABLE ${tables.log} (id bigserial PRIMARY KEY, key text NOT NULL, token numeric(20,0) NOT NULL)`);
+  await pool.query(`CREATE TABLE ${tables.control} (key text PRIMARY KEY, value bigint NOT NULL)`);
+  cluster = await LockdCluster.start({ nodes: 3, args: DEFAULT_TIMING });
+  const nemesis = new Nemesis(cluster, history, { stallMs: 2_000, partitionMs: 3_000, nodeCpus });
+  await nemesis.settled();
+  const workload = new Workload(
+    {
+      servers: cluster.proxies.map((proxy) => proxy.address),
+      workers,
+      keys,
+      leaseMs: LEASE_MS,
+      waitMs: WAIT_MS,
+      pauseProbability: PAUSE_PROBABILITY,
+      seed,
+      pool,
+      store: postgresStore({ pool, table: tables.fence }),
+      tables,
+    },
+    history,
+  );
+  workload.start();
+  const random = seededRandom(seed);
+  const started = performance.now();
+  // Whole rounds of every kind in a seeded order; --ci runs exactly one.
+  for (let round = 0; round === 0 || (!args.ci && performance.now() - started < durationMs); round++) {
+    const order = [...FAULT_KINDS].sort(() => random() - 0.5);
+    for (const kind of order) {
+      await new Promise((resolve) => setTimeout(resolve, STEADY_MS));
+      await nemesis.inject(kind);
+      if (!args.ci && performance.now() - started >= durationMs) break;
+    }
+  }
+  await new Promise((resolve) => setTimeout(resolve, STEADY_MS));
+  if (!(await workload.stop(15_000))) history.hung++;
+  report(await fencedLog(), await controlSum());
+} catch (error) {
+  console.error(error);
+  exitCode = 2;
+} finally {
+  await cluster?.dispose();
+  await pool.query(`DROP TABLE IF EXISTS ${tables.log}, ${tables.control}, ${tables.fence}`).catch(() => {});
+  await pool.end();
+}
+process.exit(exitCode);
+
+async function fencedLog(): Promise<Array<{ key: string; token: bigint }>> {
+  const { rows } = await pool.query(`SELECT key, token::text AS token FROM ${tables.log} ORDER BY id`);
+  return rows.map((row: { key: string; token: string }) => ({ key: row.key, token: BigInt(row.token) }));
+}
+
+async function controlSum(): Promise<number> {
+  const { rows } = await pool.query(`SELECT coalesce(sum(value), 0)::bigint::text AS total FROM ${tables.control}`);
+  return Number(rows[0].total);
+}
+
+function report(log: Array<{ key: string; token: bigint }>, control: number): void {
+  console.log(`\n# outages per fault kind (ms from the fault; gap = longest time with no grant until steady)`);
+  const all = outages(history, (kind) => MEASURED_ON_ANOTHER_NODE.has(kind));
+  const kinds = [...new Set(all.map((outage) => outage.fault.kind))];
+  const errors = failuresByKind(history);
+  for (const kind of kinds) {
+    const mine = all.filter((outage) => outage.fault.kind === kind);
+    const first = mine.map((outage) => outage.firstGrantMs).sort((a, b) => a - b);
+    const gaps = mine.map((outage) => outage.longestGapMs).sort((a, b) => a - b);
+    const failed = [...(errors.get(kind) ?? new Map()).values()].reduce((sum, n) => sum + n, 0);
+    printRow(kind, {
+      n: mine.length,
+      first_grant_p50: percentile(first, 50),
+      first_grant_p99: percentile(first, 99),
+      gap_p50: percentile(gaps, 50),
+      gap_p99: percentile(gaps, 99),
+      failed_ops: failed,
+      ...(TARGETS[kind] ? { target: TARGETS[kind]! } : {}),
+    });
+  }
+  console.log(`\n# errors by code (op:code), per fault kind`);
+  for (const [kind, codes] of errors) {
+    printRow(kind, Object.fromEntries([...codes].sort()));
+  }
+  const verdict = check(history, log);
+  const lostUpdates = history.controlIncrements - control;
+  console.log(`\n# checker`);
+  printRow("history", {
+    grants: history.grants.length,
+    fenced_writes_accepted: history.fencedWrites,
+    stale_writes_refused: history.staleRefused,
+    failures: history.failures.length,
+  });
+  printRow("safety", {
+    duplicate_tokens: verdict.duplicateTokens,
+    token_decreases: verdict.decreasing,
+    token_decreases_in_two_active_windows: verdict.decreasingInWindows,
+    stale_writes_accepted: verdict.staleAccepted,
+    hung_operations: verdict.hung,
+    ok: verdict.ok ? "yes" : "NO",
+  });
+  printRow("unfenced control", {
+    overlapping_holders: history.overlaps,
+    lost_updates: lostUpdates,
+    faults_bite: history.overlaps > 0 || lostUpdates > 0 ? "yes" : "no",
+  });
+  if (!verdict.ok) exitCode = 1;
+}
