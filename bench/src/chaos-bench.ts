@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import { createFenceTable, postgresStore } from "@lock/fence/postgres";
 import { LockdCluster } from "@lock/testkit";
 import pg from "pg";
-import { check, type FaultKind, failuresByKind, History, outages } from "./chaos-history.js";
+import { check, type FaultKind, failuresByKind, History, outages, steadyGaps } from "./chaos-history.js";
 import { FAULT_KINDS, MEASURED_ON_ANOTHER_NODE, Nemesis } from "./chaos-nemesis.js";
 import { seededRandom, Workload } from "./chaos-workers.js";
 import { percentile, printRow } from "./report.js";
@@ -16,6 +16,7 @@ import { percentile, printRow } from "./report.js";
  *
  *   pnpm bench:chaos [--seed N] [--duration SECONDS] [--workers N] [--keys N]
  *   pnpm bench:chaos --ci       one seeded round of every fault kind (about a minute)
+ *   --verbose                   also one line per fault: where its longest gap was, and around which nodes
  *
  * Exits 1 if the checker finds a duplicate token, a per-key token decrease outside the documented
  * two-active windows, a stale write accepted by the fence, or an operation that never settled.
@@ -29,6 +30,7 @@ const { values: args } = parseArgs({
     workers: { type: "string" },
     keys: { type: "string" },
     ci: { type: "boolean", default: false },
+    verbose: { type: "boolean", default: false },
   },
 });
 const seed = Number(args.seed ?? 1);
@@ -53,7 +55,8 @@ const cpus = (name: string, fallback: string) => {
 };
 const nodeCpus = cpus("BENCH_NODE_CPUS", "0");
 const loadCpus = cpus("BENCH_LOAD_CPUS", "1");
-if (loadCpus !== undefined) execFileSync("taskset", ["-pc", loadCpus, String(process.pid)], { stdio: "ignore" });
+if (loadCpus !== undefined)
+  execFileSync("taskset", ["-pc", loadCpus, String(process.pid)], { stdio: "ignore" });
 
 console.log(
   `lockd chaos bench  node ${process.version}  ${new Date().toISOString()}  seed=${seed}  duration=${durationMs / 1000}s` +
@@ -61,7 +64,11 @@ console.log(
 );
 
 const suffix = randomBytes(4).toString("hex");
-const tables = { fence: `chaos_${suffix}_fence`, log: `chaos_${suffix}_log`, control: `chaos_${suffix}_control` };
+const tables = {
+  fence: `chaos_${suffix}_fence`,
+  log: `chaos_${suffix}_log`,
+  control: `chaos_${suffix}_control`,
+};
 const pool = new pg.Pool({
   connectionString: process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
   max: 16,
@@ -71,10 +78,17 @@ let cluster: LockdCluster | undefined;
 let exitCode = 0;
 try {
   await createFenceTable(pool, tables.fence);
-  await pool.query(`CREATE TABLE ${tables.log} (id bigserial PRIMARY KEY, key text NOT NULL, token numeric(20,0) NOT NULL)`);
+  await pool.query(
+    `CREATE TABLE ${tables.log} (id bigserial PRIMARY KEY, key text NOT NULL, token numeric(20,0) NOT NULL)`,
+  );
   await pool.query(`CREATE TABLE ${tables.control} (key text PRIMARY KEY, value bigint NOT NULL)`);
   cluster = await LockdCluster.start({ nodes: 3, args: DEFAULT_TIMING });
-  const nemesis = new Nemesis(cluster, history, { stallMs: 2_000, partitionMs: 3_000, nodeCpus });
+  const nemesis = new Nemesis(cluster, history, {
+    stallMs: 2_000,
+    partitionMs: 3_000,
+    steadyMs: STEADY_MS,
+    nodeCpus,
+  });
   await nemesis.settled();
   const workload = new Workload(
     {
@@ -105,7 +119,7 @@ try {
   }
   await new Promise((resolve) => setTimeout(resolve, STEADY_MS));
   if (!(await workload.stop(15_000))) history.hung++;
-  report(await fencedLog(), await controlSum());
+  report(nemesis, await fencedLog(), await controlSum());
 } catch (error) {
   console.error(error);
   exitCode = 2;
@@ -122,12 +136,21 @@ async function fencedLog(): Promise<Array<{ key: string; token: bigint }>> {
 }
 
 async function controlSum(): Promise<number> {
-  const { rows } = await pool.query(`SELECT coalesce(sum(value), 0)::bigint::text AS total FROM ${tables.control}`);
+  const { rows } = await pool.query(
+    `SELECT coalesce(sum(value), 0)::bigint::text AS total FROM ${tables.control}`,
+  );
   return Number(rows[0].total);
 }
 
-function report(log: Array<{ key: string; token: bigint }>, control: number): void {
-  console.log(`\n# outages per fault kind (ms from the fault; gap = longest time with no grant until steady)`);
+/** Whole numbers as they are (printRow shows small numbers with three decimals). */
+function ms(value: number): string {
+  return Number.isFinite(value) ? String(Math.round(value)) : String(value);
+}
+
+function report(nemesis: Nemesis, log: Array<{ key: string; token: bigint }>, control: number): void {
+  console.log(
+    `\n# outages per fault kind (ms from the fault; gap = longest time with no grant until steady)`,
+  );
   const all = outages(history, (kind) => MEASURED_ON_ANOTHER_NODE.has(kind));
   const kinds = [...new Set(all.map((outage) => outage.fault.kind))];
   const errors = failuresByKind(history);
@@ -137,39 +160,68 @@ function report(log: Array<{ key: string; token: bigint }>, control: number): vo
     const gaps = mine.map((outage) => outage.longestGapMs).sort((a, b) => a - b);
     const failed = [...(errors.get(kind) ?? new Map()).values()].reduce((sum, n) => sum + n, 0);
     printRow(kind, {
-      n: mine.length,
-      first_grant_p50: percentile(first, 50),
-      first_grant_p99: percentile(first, 99),
-      gap_p50: percentile(gaps, 50),
-      gap_p99: percentile(gaps, 99),
-      failed_ops: failed,
+      n: ms(mine.length),
+      first_grant_p50: ms(percentile(first, 50)),
+      first_grant_p99: ms(percentile(first, 99)),
+      gap_p50: ms(percentile(gaps, 50)),
+      gap_p99: ms(percentile(gaps, 99)),
+      failed_ops: ms(failed),
       ...(TARGETS[kind] ? { target: TARGETS[kind]! } : {}),
     });
   }
+  const steady = steadyGaps(history, STEADY_MS - 200).sort((a, b) => a - b);
+  printRow("steady (before each fault)", {
+    n: ms(steady.length),
+    gap_p50: ms(percentile(steady, 50)),
+    gap_p99: ms(percentile(steady, 99)),
+  });
+  if (args.verbose) {
+    for (const outage of all) {
+      printRow(`  ${outage.fault.kind} @${ms(outage.fault.startedAt)}`, {
+        first_grant: ms(outage.firstGrantMs),
+        gap: ms(outage.longestGapMs),
+        gap_at: ms(outage.gapAtMs),
+        nodes: `${outage.gapFrom ?? "-"}->${outage.gapTo ?? "-"}`,
+        healed_at: ms(outage.fault.healedAt - outage.fault.startedAt),
+        settled_at: ms(outage.fault.settledAt - outage.fault.startedAt),
+      });
+      const span = Math.max(outage.fault.settledAt - outage.fault.startedAt, outage.longestGapMs) + 100;
+      for (const line of nemesis.roleLog(outage.fault, span)) console.log(`      ${line}`);
+    }
+  }
   console.log(`\n# errors by code (op:code), per fault kind`);
   for (const [kind, codes] of errors) {
-    printRow(kind, Object.fromEntries([...codes].sort()));
+    printRow(kind, Object.fromEntries([...codes].sort().map(([code, n]) => [code, ms(n)])));
   }
   const verdict = check(history, log);
   const lostUpdates = history.controlIncrements - control;
   console.log(`\n# checker`);
   printRow("history", {
-    grants: history.grants.length,
-    fenced_writes_accepted: history.fencedWrites,
-    stale_writes_refused: history.staleRefused,
-    failures: history.failures.length,
+    grants: ms(history.grants.length),
+    fenced_writes_accepted: ms(history.fencedWrites),
+    stale_writes_refused: ms(history.staleRefused),
+    failures: ms(history.failures.length),
   });
   printRow("safety", {
-    duplicate_tokens: verdict.duplicateTokens,
-    token_decreases: verdict.decreasing,
-    token_decreases_in_two_active_windows: verdict.decreasingInWindows,
-    stale_writes_accepted: verdict.staleAccepted,
-    hung_operations: verdict.hung,
+    duplicate_tokens: ms(verdict.duplicateTokens),
+    token_decreases: ms(verdict.decreasing),
+    token_decreases_in_two_active_windows: ms(verdict.decreasingInWindows),
+    stale_writes_accepted: ms(verdict.staleAccepted),
+    hung_operations: ms(verdict.hung),
     ok: verdict.ok ? "yes" : "NO",
   });
+  for (const [earlier, later] of verdict.decreases) {
+    const fault = history.faults.findLast((f) => f.startedAt <= later.at);
+    printRow("  token decrease", {
+      key: later.key,
+      earlier: `${earlier.token}@${ms(earlier.at)} node ${earlier.node}`,
+      later: `${later.token}@${ms(later.at)} node ${later.node}`,
+      after: fault === undefined ? "-" : `${fault.kind}@${ms(fault.startedAt)}`,
+    });
+  }
   printRow("unfenced control", {
-    overlapping_holders: history.overlaps,
-    lost_updates: lostUpdates,
+    overlapping_holders: ms(history.overlaps),
+    lost_updates: ms(lostUpdates),
     faults_bite: history.overlaps > 0 || lostUpdates > 0 ? "yes" : "no",
   });
   if (!verdict.ok) exitCode = 1;

@@ -17,6 +17,8 @@ export interface Fault {
   readonly kind: FaultKind;
   readonly node: number;
   readonly startedAt: number;
+  /** The same moment on the wall clock, to place the nodes' log lines (pino `time`). */
+  readonly wallStartedAt: number;
   /** When the fault was lifted (resumed, restarted, healed). */
   healedAt: number;
   /** When the cluster was steady again (node 0 serving, the others following it). */
@@ -69,6 +71,8 @@ export interface Verdict {
   readonly hung: number;
   readonly staleAccepted: number;
   readonly ok: boolean;
+  /** The decreases outside the windows, for the report: the earlier grant and the later one. */
+  readonly decreases: ReadonlyArray<readonly [Grant, Grant]>;
 }
 
 /**
@@ -90,12 +94,16 @@ export function check(history: History, fencedLog: ReadonlyArray<{ key: string; 
   const inWindow = (at: number) => windows.some(([from, to]) => at >= from && at <= to);
   let decreasing = 0;
   let decreasingInWindows = 0;
+  const decreases: Array<readonly [Grant, Grant]> = [];
   const lastByKey = new Map<string, Grant>();
   for (const grant of [...history.grants].sort((a, b) => a.at - b.at)) {
     const last = lastByKey.get(grant.key);
     if (last !== undefined && grant.token < last.token) {
       if (inWindow(grant.at) || inWindow(last.at)) decreasingInWindows++;
-      else decreasing++;
+      else {
+        decreasing++;
+        decreases.push([last, grant]);
+      }
     }
     if (last === undefined || grant.token > last.token) lastByKey.set(grant.key, grant);
   }
@@ -112,6 +120,7 @@ export function check(history: History, fencedLog: ReadonlyArray<{ key: string; 
     decreasingInWindows,
     hung: history.hung,
     staleAccepted,
+    decreases,
     ok: duplicateTokens === 0 && decreasing === 0 && history.hung === 0 && staleAccepted === 0,
   };
 }
@@ -123,29 +132,70 @@ export interface Outage {
   readonly firstGrantMs: number;
   /** The longest time with no grant at all, from the fault until the cluster settled. */
   readonly longestGapMs: number;
+  /** Where that gap began, in ms from the fault, and the nodes that granted on either side of it. */
+  readonly gapAtMs: number;
+  readonly gapFrom: number | undefined;
+  readonly gapTo: number | undefined;
+}
+
+/**
+ * The longest gap between grants from `from` to `to` (and on to the first grant after `to`, with
+ * `throughNext`), with its start and the grants on either side.
+ */
+function longestGap(sorted: readonly Grant[], from: number, to: number, throughNext = true) {
+  let gap = 0;
+  let at = from;
+  let before: Grant | undefined;
+  let after: Grant | undefined;
+  let previous: Grant | undefined;
+  let previousAt = from;
+  for (const grant of sorted) {
+    if (grant.at < from) continue;
+    if (grant.at > to && !throughNext) break;
+    if (grant.at - previousAt > gap) {
+      gap = grant.at - previousAt;
+      at = previousAt;
+      before = previous;
+      after = grant;
+    }
+    previous = grant;
+    previousAt = grant.at;
+    if (grant.at > to) break;
+  }
+  return { gap, at, before, after };
+}
+
+/** The longest gap in the steady time before each fault (`lookbackMs`): the baseline to compare with. */
+export function steadyGaps(history: History, lookbackMs: number): number[] {
+  const sorted = [...history.grants].sort((a, b) => a.at - b.at);
+  return history.faults.map((fault) => {
+    const from = fault.startedAt - lookbackMs;
+    // The fault's window to `from` would be measured as a gap: start at the first grant after it.
+    const first = sorted.find((grant) => grant.at >= from);
+    return first === undefined ? Number.NaN : longestGap(sorted, first.at, fault.startedAt, false).gap;
+  });
 }
 
 export function outages(history: History, byOther: (kind: FaultKind) => boolean): Outage[] {
-  const times = history.grants.map((grant) => grant.at).sort((a, b) => a - b);
+  const sorted = [...history.grants].sort((a, b) => a.at - b.at);
   return history.faults.map((fault) => {
     const other = byOther(fault.kind);
-    const first = history.grants.find(
+    const first = sorted.find(
       (grant) => grant.at >= fault.startedAt && (!other || grant.node !== fault.node),
     );
-    // The fault's start, every grant until it settled, and the first grant after that.
-    let gap = 0;
-    let previous = fault.startedAt;
-    const end = Math.max(fault.settledAt, fault.healedAt);
-    for (const at of times) {
-      if (at < fault.startedAt) continue;
-      gap = Math.max(gap, at - previous);
-      previous = at;
-      if (at > end) break;
-    }
+    // From the fault's start over every grant until it settled, and to the first grant after that.
+    const { gap, at, before, after } = longestGap(
+      sorted,
+      fault.startedAt,
+      Math.max(fault.settledAt, fault.healedAt),
+    );
     return {
       fault,
       firstGrantMs: first === undefined ? Number.POSITIVE_INFINITY : first.at - fault.startedAt,
       longestGapMs: gap,
+      gapAtMs: at - fault.startedAt,
+      gapFrom: before?.node,
+      gapTo: after?.node,
     };
   });
 }

@@ -24,6 +24,8 @@ export const MEASURED_ON_ANOTHER_NODE: ReadonlySet<FaultKind> = new Set(["stall"
 export interface NemesisOptions {
   readonly stallMs: number;
   readonly partitionMs: number;
+  /** Steady time before a return (after a kill or stop). */
+  readonly steadyMs: number;
   /** Where lockd processes run (taskset -p); undefined leaves them unpinned. */
   readonly nodeCpus: string | undefined;
 }
@@ -43,12 +45,33 @@ export class Nemesis {
     this.pinAll();
   }
 
+  /** The nodes' role lines (promotions, holds ending, handoffs) within `ms` of a fault, for --verbose. */
+  roleLog(fault: Fault, ms: number): string[] {
+    const lines: string[] = [];
+    this.#cluster.nodes.forEach((node, i) => {
+      for (const entry of node.logs) {
+        const at = (entry.time as number) - fault.wallStartedAt;
+        if (at < -50 || at > ms) continue;
+        if (
+          !["role changed", "serving", "stopping", "following active", "lockd ready"].includes(
+            entry.msg as string,
+          )
+        )
+          continue;
+        const detail = entry.role ?? entry.active ?? entry.reason ?? "";
+        lines.push(`${String(at).padStart(6)} node ${i} ${entry.msg} ${detail}`);
+      }
+    });
+    return lines.sort((a, b) => Number.parseInt(a, 10) - Number.parseInt(b, 10));
+  }
+
   /** Pins every running node to the node CPUs (again after restarts: a new process, a new pid). */
   pinAll(): void {
     const cpus = this.#options.nodeCpus;
     if (cpus === undefined) return;
     for (const node of this.#cluster.nodes) {
-      if (node.pid !== undefined) execFileSync("taskset", ["-pc", cpus, String(node.pid)], { stdio: "ignore" });
+      if (node.pid !== undefined)
+        execFileSync("taskset", ["-pc", cpus, String(node.pid)], { stdio: "ignore" });
     }
   }
 
@@ -112,14 +135,14 @@ export class Nemesis {
       case "partition-peers":
         // Clients still reach every node: both sides have an active until the partition heals.
         await this.#fault(kind, 0, true, async () => {
-          cluster.proxies[0]!.cut("peers");
+          cluster.partition(0);
           await sleep(this.#options.partitionMs);
           cluster.heal();
         });
         return;
       case "partition-full":
         await this.#fault(kind, 0, false, async () => {
-          cluster.proxies[0]!.cut();
+          cluster.partition(0, { clients: true });
           await sleep(this.#options.partitionMs);
           cluster.heal();
         });
@@ -131,6 +154,8 @@ export class Nemesis {
 
   /** Node 0 is down: start it again and measure its taking the role back. */
   async #return(): Promise<void> {
+    // Let the outage of its going down end first: the return is measured on its own.
+    await sleep(this.#options.steadyMs);
     await this.#fault("return", 0, false, async () => {
       await this.#cluster.restart(0);
       this.pinAll();
@@ -142,6 +167,7 @@ export class Nemesis {
       kind,
       node,
       startedAt: performance.now(),
+      wallStartedAt: Date.now(),
       healedAt: Number.NaN,
       settledAt: Number.NaN,
       twoActives,

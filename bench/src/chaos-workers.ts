@@ -64,7 +64,8 @@ export class Workload {
       // Connections come and go under the nemesis; the history records what callers see.
       client.on("lockLost", () => {});
       this.#clients.push(client);
-      this.#loops.push(this.#loop(client, seededRandom(this.#options.seed * 1_000 + worker)));
+      const key = `chaos:${worker % this.#options.keys}`;
+      this.#loops.push(this.#loop(client, key, seededRandom(this.#options.seed * 1_000 + worker)));
     }
   }
 
@@ -81,10 +82,13 @@ export class Workload {
     return finished;
   }
 
-  async #loop(client: LockClient, random: () => number): Promise<void> {
-    const { keys, leaseMs, waitMs, pauseProbability } = this.#options;
+  /**
+   * One worker on its own key: workers that picked keys at random would all end up queued behind a
+   * holder that paused (a convoy), and the whole load would stop with it.
+   */
+  async #loop(client: LockClient, key: string, random: () => number): Promise<void> {
+    const { leaseMs, waitMs, pauseProbability } = this.#options;
     while (!this.#stopping) {
-      const key = `chaos:${Math.floor(random() * keys)}`;
       const lock = await this.#bounded("acquire", waitMs + ACQUIRE_BOUND_EXTRA_MS, () =>
         client.acquire(key, { leaseMs, waitMs }),
       );

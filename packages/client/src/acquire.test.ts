@@ -185,6 +185,25 @@ describe("AcquireOp", () => {
     expect((await op.promise)?.token).toBe(4n);
   });
 
+  it("moves on at once, without using up a try, when the active a redirect named drops a written attempt", async () => {
+    router.size = 1;
+    const op = start({ waitMs: 5_000 });
+    for (let i = 0; i < 3; i++) {
+      router.reply(router.last(), {
+        kind: "M",
+        op: "A",
+        key: SPEC.key,
+        address: "10.0.0.9:7420",
+        id: SPEC.id,
+      });
+      router.lose(router.last(), true, new Error("reset"));
+      expect(router.last().address).toBeUndefined();
+    }
+    expect(retries).toEqual([2, 3, 4]);
+    router.reply(router.last(), grant(6n));
+    expect((await op.promise)?.token).toBe(6n);
+  });
+
   it("stops after too many redirects", async () => {
     const op = start();
     for (let i = 0; i <= MAX_REDIRECTS; i++) {

@@ -79,7 +79,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   #reject!: (error: Error) => void;
   #ticket: Ticket | undefined;
   #tries = 0;
-  /** Moves off a silent node to one that claimed the active role (not counted as tries). */
+  /** Moves that are not failed tries of our connections (see onLost). */
   #moves = 0;
   #redirects = 0;
   #firstWrittenAt = Number.NaN;
@@ -192,17 +192,20 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       if (this.#unresolvedWrite) this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
       return;
     }
-    if (ticket.connection?.superseded) {
-      // Dropped because another node says it is the active while this one was silent: move there
-      // at once, with the same id and the wait left. Not a failed try: that node answers.
+    // Not failed tries of our connections, since another node answers:
+    // - dropped because another node says it is the active while this one was silent (superseded);
+    // - written to the active a redirect named, whose connection then dropped: it died while we
+    //   waited there, or it is a dead node behind a proxy that accepts and resets.
+    // Either way, move on at once with the same id and the wait left.
+    if (ticket.connection?.superseded || (written && ticket.address !== undefined)) {
       this.#moves += 1;
       this.#ctx.retried(this.spec, this.#tries + this.#moves + 1, error);
       this.#attempt(undefined);
       return;
     }
     // The active a redirect named could not be reached: during a failover the standbys point at the
-    // old active until they notice it is gone. Not a failed try of our connections: ask again shortly.
-    if (!written && ticket.address !== undefined) this.#backOff(error);
+    // old active until they notice it is gone. Not a failed try either: ask again shortly.
+    if (ticket.address !== undefined) this.#backOff(error);
     else this.#nextConnection(error);
   }
 

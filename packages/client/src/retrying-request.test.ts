@@ -32,21 +32,25 @@ describe("RetryingRequest", () => {
       (_request, error) => outcomes.push(error),
     );
 
-  it("waits the retry interval after a dropped connection", async () => {
+  it("tries another connection at once after the first dropped one, then waits the retry interval", async () => {
     release();
     router.lose(router.last(), true, new Error("reset"));
-    expect(router.sent).toHaveLength(1);
-    await vi.advanceTimersByTimeAsync(POLICY.intervalMs);
     expect(router.sent).toHaveLength(2);
+    router.lose(router.last(), true, new Error("reset"));
+    expect(router.sent).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(POLICY.intervalMs);
+    expect(router.sent).toHaveLength(3);
   });
 
   it("goes to another node at once when its connection was superseded by a new active", async () => {
     const request = release();
     router.supersede(router.last());
-    expect(router.sent).toHaveLength(2);
+    router.supersede(router.last());
+    expect(router.sent).toHaveLength(3);
     router.reply(router.last(), { kind: "R", key: "k", released: true });
     expect(outcomes).toEqual([undefined]);
     // The first attempt's reply was lost with its connection: it may have released the lock.
     expect(request.firstLostWriteAt).toBe(router.sent[0]!.ticket.writtenAt);
+    expect(router.sent.map((sent) => sent.request.op)).toEqual(["R", "R", "R"]);
   });
 });

@@ -24,8 +24,9 @@ export type RetryCallback = (request: RetryingRequest, error: Error | undefined)
 
 /**
  * One idempotent request (release, extend, the probe for an orphaned grant) sent until it gets a
- * definitive reply: over any ready connection, again every `intervalMs` while none answers, straight
- * to the address a redirect names, again after `NO_ACTIVE` / `SHUTTING_DOWN`. Only idempotent requests
+ * definitive reply: over any ready connection (at once on another after the first dropped connection),
+ * again every `intervalMs` while none answers, straight to the address a redirect names, again after
+ * `NO_ACTIVE` / `SHUTTING_DOWN`. Only idempotent requests
  * may use it: an attempt whose connection dropped may have taken effect before the next one.
  *
  * It fails with NoServerError once `untilMs` has passed without a definitive reply (the first
@@ -60,6 +61,7 @@ export class RetryingRequest implements ReplyHandler, Linked {
   #pause: Timer | undefined;
   #giveUp: Timer | undefined;
   #redirects = 0;
+  #retriedAtOnce = false;
   #lastError: Error | undefined;
   #over = false;
 
@@ -127,9 +129,13 @@ export class RetryingRequest implements ReplyHandler, Linked {
     if (Number.isNaN(this.#startedAt)) this.#startedAt = ticket.writtenAt;
     if (written && Number.isNaN(this.firstLostWriteAt)) this.firstLostWriteAt = ticket.writtenAt;
     this.#lastError = error ?? this.#lastError;
-    // Dropped because another node says it is the active while this one was silent: go there now.
-    if (ticket.connection?.superseded) this.#attempt(undefined);
-    else this.#retryLater();
+    // A connection that dropped (the node stopped, or another claimed the active role while it was
+    // silent) leaves the others: the first such loss goes to another connection at once, as an
+    // acquire would. Later ones wait `intervalMs`, so a request nobody can answer does not spin.
+    if (ticket.connection?.superseded || !this.#retriedAtOnce) {
+      this.#retriedAtOnce = true;
+      this.#attempt(undefined);
+    } else this.#retryLater();
   }
 
   #attempt(address: string | undefined): void {

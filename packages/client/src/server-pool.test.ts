@@ -131,6 +131,17 @@ describe("ServerPool", () => {
     expect(pool.nextConnectAt()).toBe(1_710 + INTERVAL);
   });
 
+  it("a request that finds nothing ready or connecting brings every down slot forward, as a redirect does", () => {
+    const pool = readyPool(["a:1", "b:1"]);
+    const [a, b] = pool.slots as [PoolSlot, PoolSlot];
+    pool.down(a, 1_000);
+    pool.connecting(b, 900);
+    pool.down(b, 1_000);
+    pool.wanted(1_050);
+    expect(pool.dueForConnect(1_050)).toEqual([a]);
+    expect(pool.dueForConnect(900 + HINT_INTERVAL)).toEqual([a, b]);
+  });
+
   it("a redirect leaves connecting and ready slots alone", () => {
     const pool = new ServerPool(["a:1", "b:1"], OPTIONS);
     const [a, b] = pool.slots as [PoolSlot, PoolSlot];

@@ -15,7 +15,8 @@
  *   is down connects it at once rather than at its next interval: the redirect is news that the node
  *   is up (the node that took the active role back, say), not a guess. At most once per
  *   `hintIntervalMs` per slot, so that standbys still pointing at a dead active during a failover
- *   cost a refused connect now and then, not one per redirected request;
+ *   cost a refused connect now and then, not one per redirected request; likewise when a request
+ *   finds no slot ready or connecting (`wanted`): it waits for an attempt instead of failing unseen;
  * - a connection that owes replies and has been silent for the answer timeout (a stopped process
  *   closes nothing; see SilenceWatch) is avoided like a standby, and the other nodes are probed
  *   (`I`) until one of them says it is the active or the silent one speaks again: every
@@ -253,20 +254,31 @@ export class ServerPool {
    */
   ensure(address: string, nowMs: number): PoolSlot[] {
     const existing = this.#slots.filter((slot) => slot.address === address);
-    for (const slot of existing) {
-      if (slot.state !== "idle") continue;
-      const hinted = Math.max(nowMs, slot.lastAttemptAt + this.#hintIntervalMs);
-      slot.nextConnectAt = Math.min(slot.nextConnectAt, hinted);
-    }
+    for (const slot of existing) this.#bringForward(slot, nowMs);
     if (existing.length > 0) return existing;
     const slot = this.#add(address);
     slot.nextConnectAt = nowMs;
     return [slot];
   }
 
+  /**
+   * A request found no slot ready and none connecting: every idle slot is due now (or
+   * `hintIntervalMs` after its latest attempt), so that the request waits for a connect attempt
+   * rather than failing without one, after a restart of every node, say.
+   */
+  wanted(nowMs: number): void {
+    for (const slot of this.#slots) this.#bringForward(slot, nowMs);
+  }
+
   /** The most recent connection error of any slot, to explain why none is usable. */
   get lastError(): Error | undefined {
     return this.#lastError;
+  }
+
+  #bringForward(slot: PoolSlot, nowMs: number): void {
+    if (slot.state !== "idle") return;
+    const hinted = Math.max(nowMs, slot.lastAttemptAt + this.#hintIntervalMs);
+    slot.nextConnectAt = Math.min(slot.nextConnectAt, hinted);
   }
 
   #earliestSilence(): number | undefined {

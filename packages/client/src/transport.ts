@@ -78,8 +78,9 @@ export class Transport implements Router, ConnectionListener {
 
   /**
    * Sends `request` on the next ready connection (one to `address`, if given), or parks it while one
-   * is opening. Returns undefined, sending nothing, when no connection is ready or opening: every one
-   * was tried. Throws if the request cannot be encoded.
+   * is opening. With none ready or opening, the connections that are down are opened now (at most
+   * once per `retryIntervalMs` each) and it waits for them. Returns undefined, sending nothing, when
+   * no connection is ready or opening even so: every one was tried. Throws if it cannot be encoded.
    */
   send(request: Request, handler: ReplyHandler, address?: string): Ticket | undefined {
     if (this.#closed) return undefined;
@@ -90,6 +91,7 @@ export class Transport implements Router, ConnectionListener {
       return ticket;
     }
     if (address !== undefined) this.pool.ensure(address, this.#timers.clock.now());
+    else if (!this.pool.isConnecting()) this.pool.wanted(this.#timers.clock.now());
     this.#connectDue();
     if (!this.pool.isConnecting(address)) return undefined;
     this.#parked.push(ticket);

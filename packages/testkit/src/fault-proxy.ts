@@ -15,6 +15,8 @@ interface Pair {
   readonly client: Socket;
   readonly upstream: Socket;
   kind: PairKind;
+  /** For a peer link: the node it claims to be (the address in its `!N`). */
+  peer: string | undefined;
 }
 
 /**
@@ -32,6 +34,7 @@ export class FaultProxy {
   readonly #port: number;
   readonly #pairs = new Set<Pair>();
   #cutKind: "peer" | "client" | undefined;
+  readonly #cutPeers = new Set<string>();
   #targetPort: number;
   #cut = false;
   #closed = false;
@@ -80,7 +83,7 @@ export class FaultProxy {
   cut(scope: CutScope = "all"): void {
     if (scope !== "all") {
       this.#cutKind = scope === "peers" ? "peer" : "client";
-      for (const pair of this.#pairs) if (pair.kind === this.#cutKind) this.#drop(pair);
+      for (const pair of this.#pairs) if (this.#isCut(pair)) this.#drop(pair);
       return;
     }
     if (!this.#cut) this.#server.close();
@@ -103,10 +106,20 @@ export class FaultProxy {
     if (direction !== "toServer") this.#frozen.toClient = true;
   }
 
+  /**
+   * Drops the peer links dialled by node `address` (the address its `!N` claims) and every new one
+   * until `heal()`: with `cut("peers")` on that node's own proxy, a partition in both directions.
+   */
+  cutPeer(address: string): void {
+    this.#cutPeers.add(address);
+    for (const pair of this.#pairs) if (this.#isCut(pair)) this.#drop(pair);
+  }
+
   heal(): void {
     const wasCut = this.#cut;
     this.#cut = false;
     this.#cutKind = undefined;
+    this.#cutPeers.clear();
     if (wasCut) this.#relisten = this.#listenAgain();
     this.#frozen.toServer = false;
     this.#frozen.toClient = false;
@@ -156,7 +169,7 @@ export class FaultProxy {
     client.pause();
     const upstream = connect({ host: "127.0.0.1", port: this.#targetPort });
     upstream.on("error", () => client.destroy());
-    const pair: Pair = { client, upstream, kind: "unknown" };
+    const pair: Pair = { client, upstream, kind: "unknown", peer: undefined };
     this.#pairs.add(pair);
     const drop = () => this.#drop(pair);
     client.on("close", drop);
@@ -165,12 +178,19 @@ export class FaultProxy {
       // The first bytes tell a peer link from a client; one cut off by a scoped cut goes no further.
       client.once("data", (chunk: Buffer) => {
         pair.kind = chunk[0] === 0x21 ? "peer" : "client";
-        if (pair.kind === this.#cutKind) drop();
+        // `!N <node> <nonce>`: the dialling node's claimed address (one write, so one chunk here).
+        if (pair.kind === "peer") pair.peer = chunk.toString("latin1", 0, 200).split(" ")[1];
+        if (this.#isCut(pair)) drop();
       });
       this.#pipe(client, upstream, "toServer", pair);
       this.#pipe(upstream, client, "toClient", pair);
       client.resume();
     });
+  }
+
+  #isCut(pair: Pair): boolean {
+    if (pair.kind === "unknown") return false;
+    return pair.kind === this.#cutKind || (pair.peer !== undefined && this.#cutPeers.has(pair.peer));
   }
 
   #drop(pair: Pair): void {
@@ -181,7 +201,7 @@ export class FaultProxy {
 
   #pipe(from: Socket, to: Socket, direction: ProxyDirection, pair: Pair): void {
     from.on("data", (chunk: Buffer) => {
-      if (pair.kind !== "unknown" && pair.kind === this.#cutKind) return;
+      if (this.#isCut(pair)) return;
       this.#bytes[direction] += chunk.length;
       const forward = () => {
         if (!to.destroyed) to.write(chunk);
