@@ -37,6 +37,7 @@ export class Nemesis {
   readonly #cluster: LockdCluster;
   readonly #history: History;
   readonly #options: NemesisOptions;
+  #probes = 0;
 
   constructor(cluster: LockdCluster, history: History, options: NemesisOptions) {
     this.#cluster = cluster;
@@ -45,24 +46,21 @@ export class Nemesis {
     this.pinAll();
   }
 
-  /** The nodes' role lines (promotions, holds ending, handoffs) within `ms` of a fault, for --verbose. */
+  /** The nodes' log lines (roles, holds, peers) within `ms` of a fault, for --verbose. */
   roleLog(fault: Fault, ms: number): string[] {
-    const lines: string[] = [];
+    const lines: Array<[number, string]> = [];
     this.#cluster.nodes.forEach((node, i) => {
       for (const entry of node.logs) {
         const at = (entry.time as number) - fault.wallStartedAt;
         if (at < -50 || at > ms) continue;
-        if (
-          !["role changed", "serving", "stopping", "following active", "lockd ready"].includes(
-            entry.msg as string,
-          )
-        )
-          continue;
-        const detail = entry.role ?? entry.active ?? entry.reason ?? "";
-        lines.push(`${String(at).padStart(6)} node ${i} ${entry.msg} ${detail}`);
+        const { time: _t, level: _l, msg, pid: _p, hostname: _h, ...rest } = entry;
+        const detail = Object.entries(rest)
+          .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
+          .join(" ");
+        lines.push([at, `${String(at).padStart(6)} node ${i} ${String(msg)} ${detail}`]);
       }
     });
-    return lines.sort((a, b) => Number.parseInt(a, 10) - Number.parseInt(b, 10));
+    return lines.sort((a, b) => a[0] - b[0]).map(([, line]) => line);
   }
 
   /** Pins every running node to the node CPUs (again after restarts: a new process, a new pid). */
@@ -86,9 +84,21 @@ export class Nemesis {
       const steady = infos.every((info, i) =>
         i === 0 ? info?.role === "active" : info?.role === "standby" && info.active === active,
       );
-      if (steady) return;
+      // And it grants: an active may hold (NO_ACTIVE) after a stall or an epoch ahead of its clock.
+      if (steady && (await this.#grants())) return;
       if (performance.now() > deadline) throw new Error(`cluster not steady: ${JSON.stringify(infos)}`);
       await sleep(50);
+    }
+  }
+
+  /** A 1 ms try-acquire straight to node 0, on a key of its own: granted means it serves. */
+  async #grants(): Promise<boolean> {
+    try {
+      using line = await this.#cluster.connect(0);
+      const reply = await line.request(`Y chaos-settle 0.001 settle${this.#probes++}`);
+      return reply.startsWith("Y ") || reply.startsWith("N ");
+    } catch {
+      return false;
     }
   }
 

@@ -43,6 +43,16 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
+/** Prints one client's connection events (CHAOS_TRACE=<worker>), to see what it went through. */
+function trace(client: LockClient): void {
+  for (const name of ["connecting", "connect", "connectFailed", "disconnect", "redirect", "retry"] as const) {
+    client.on(name, (event) => {
+      const fields = Object.entries(event).map(([k, v]) => `${k}=${v instanceof Error ? v.message : String(v)}`);
+      console.error(`trace ${Math.round(performance.now())} ${name} ${fields.join(" ")}`);
+    });
+  }
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class Workload {
@@ -63,6 +73,7 @@ export class Workload {
       const client = new LockClient({ servers: this.#options.servers });
       // Connections come and go under the nemesis; the history records what callers see.
       client.on("lockLost", () => {});
+      if (process.env.CHAOS_TRACE === String(worker)) trace(client);
       this.#clients.push(client);
       const key = `chaos:${worker % this.#options.keys}`;
       this.#loops.push(this.#loop(client, key, seededRandom(this.#options.seed * 1_000 + worker)));
