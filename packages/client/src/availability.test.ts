@@ -1,6 +1,6 @@
 import { LockdCluster } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { LockClient, type LockClientOptions } from "./index.js";
+import { LockClient, type LockClientOptions, LockLostError, LockTimeoutError } from "./index.js";
 import { allConnected, eventually } from "./integration.test.support.js";
 
 /**
@@ -94,6 +94,33 @@ describe("LockClient availability", () => {
       const after = await client.acquire("av:return:after", { leaseMs: 30_000, waitMs: 8_000 });
       expect(grantedBy(after.token)).toBe(0);
       expect(await after.release()).toBe(true);
+    });
+  });
+
+  describe("a client cut off from the active but reaching the standbys", () => {
+    it("is redirected to an active it cannot reach: no grant, LockTimeoutError when the wait runs out, and its old lock is lost to a higher token", async () => {
+      const { cluster, newClient } = await start();
+      const client = await newClient();
+      const held = await client.acquire("av:cut:held", { leaseMs: 1_000 });
+      // Clients' connections through node 0's proxy are reset at their first request; the peers'
+      // links still pass, so node 0 stays the active and the standbys keep redirecting to it.
+      cluster.proxies[0]!.cut("clients");
+      cleanup.push(() => cluster.heal());
+      // Its lease runs on the active; no node it reaches can confirm an extension before it ends.
+      const extending = held.extend().catch((error: unknown) => error);
+      const waited = await client
+        .acquire("av:cut:new", { leaseMs: 30_000, waitMs: 1_500 })
+        .catch((error: unknown) => error);
+      expect(waited).toBeInstanceOf(LockTimeoutError);
+      expect(await extending).toBeInstanceOf(LockLostError);
+      const info = await cluster.info(0);
+      expect(info).toMatchObject({ role: "active", waiters: "0" });
+      // A client that does reach the active gets the key once the lease ran out, with a higher
+      // token: what a fenced resource needs to refuse the cut-off holder's late writes.
+      using direct = await cluster.connect(0);
+      const reply = await direct.request("A av:cut:held 30 5 other");
+      expect(reply).toMatch(/^A av:cut:held \d+ other$/);
+      expect(BigInt(reply.split(" ")[2]!)).toBeGreaterThan(held.token);
     });
   });
 });

@@ -89,6 +89,7 @@ export class Connection {
   #keepAliveTimer: Timer | undefined;
   #lastReceivedAt: number;
   #pingOutstanding = false;
+  #receivedAny = false;
   readonly #silence: SilenceWatch | undefined;
   #silenceTimer: Timer | undefined;
   #superseded = false;
@@ -155,6 +156,11 @@ export class Connection {
   /** Requests queued or awaiting a reply. */
   get outstanding(): number {
     return this.#queue.outstanding;
+  }
+
+  /** Whether any byte came back on it (an authenticated connection has had its `H` answered). */
+  get receivedAny(): boolean {
+    return this.#receivedAny;
   }
 
   /**
@@ -259,6 +265,7 @@ export class Connection {
 
   #onData(chunk: Uint8Array): void {
     this.#lastReceivedAt = this.#timers.clock.now();
+    this.#receivedAny = true;
     if (this.#silence?.received(this.#lastReceivedAt)) {
       this.#listener.spoke(this);
       this.#armSilence();

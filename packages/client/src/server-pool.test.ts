@@ -203,14 +203,14 @@ describe("ServerPool", () => {
       expect(pool.dueForConnect(1_000)).toEqual([b]);
     });
 
-    it("is dropped and superseded when another node claims the active role; stays avoided after a reconnect until it serves", () => {
+    it("is dropped and distrusted when another node claims the active role; stays avoided after a reconnect until it serves", () => {
       const pool = readyPool(["a:1", "b:1", "c:1"]);
       const [a, b, c] = pool.slots as [PoolSlot, PoolSlot, PoolSlot];
       pool.standby("b:1");
       pool.standby("c:1");
       pool.silent(a, 1_000);
       expect(pool.claimsActive(b)).toEqual([a]);
-      expect(a.superseded).toBe(true);
+      expect(a.distrusted).toBe(true);
       expect(b.standby).toBe(false);
       pool.down(a, 1_300);
       expect(pool.nextProbeAt()).toBeUndefined();
@@ -231,6 +231,17 @@ describe("ServerPool", () => {
       expect(pool.claimsActive(b)).toEqual([]);
       expect(b.standby).toBe(true);
     });
+  });
+
+  it("a distrusted node (its connection reset requests unanswered) is used only when named, until it serves", () => {
+    const pool = readyPool(["a:1", "b:1"]);
+    const [a] = pool.slots as [PoolSlot];
+    pool.standby("b:1");
+    pool.distrust(a);
+    expect(picks(pool, 2)).toEqual([1, 1]);
+    expect(pool.pick("a:1")).toBe(a);
+    pool.serving(a);
+    expect(picks(pool, 2)).toEqual([0, 0]);
   });
 
   it("takes a draining node out of rotation", () => {

@@ -22,9 +22,11 @@
  *   (`I`) until one of them says it is the active or the silent one speaks again: every
  *   `answerTimeoutMs / 5` during the first `4 × answerTimeoutMs` of the silence (when a standby's
  *   promotion is expected: lockd's peer timeout plus a promotion), then every `answerTimeoutMs`;
- * - when another node says it is the active, the silent slots are dropped (their requests move on,
- *   `superseded`) and stay avoided like a standby, even after they reconnect, until they answer a
- *   request themselves: the old active may still be stopped behind a socket that accepts.
+ * - when another node says it is the active, the silent slots are dropped (their requests move on)
+ *   and stay avoided, even after they reconnect, until they answer a request themselves
+ *   (`distrusted`): the old active may still be stopped behind a socket that accepts. Likewise a
+ *   connection that opened and closed without receiving a byte (a proxy in front of a node it
+ *   cannot reach accepts, then resets): requests go there only when a redirect names it.
  */
 export type SlotState = "idle" | "connecting" | "ready" | "draining";
 
@@ -45,8 +47,11 @@ export interface PoolSlot {
   lastAttemptAt: number;
   /** Monotonic ms since which it owes replies in silence; NaN while it answers. */
   silentSince: number;
-  /** Another node claimed the active role while this one was silent: prefer other nodes. */
-  superseded: boolean;
+  /**
+   * Prefer other nodes until it answers a request itself: another node claimed the active role while
+   * this one was silent, or its connection reset requests without ever answering one.
+   */
+  distrusted: boolean;
   lastError: Error | undefined;
 }
 
@@ -134,7 +139,12 @@ export class ServerPool {
   /** The node answered a request itself: whatever it was before, it serves now. */
   serving(slot: PoolSlot): void {
     slot.standby = false;
-    slot.superseded = false;
+    slot.distrusted = false;
+  }
+
+  /** Prefer other nodes until this one answers a request itself (see `distrusted`). */
+  distrust(slot: PoolSlot): void {
+    slot.distrusted = true;
   }
 
   /** The slot owes replies and has been silent for the answer timeout: look for another active. */
@@ -187,7 +197,7 @@ export class ServerPool {
 
   /**
    * The node behind `slot` says it is the active. Returns the silent slots of other addresses,
-   * now marked superseded: the caller drops their connections so that what they carry moves on.
+   * now distrusted: the caller drops their connections so that what they carry moves on.
    */
   claimsActive(slot: PoolSlot): PoolSlot[] {
     const dropped = this.#slots.filter(
@@ -196,9 +206,9 @@ export class ServerPool {
     // Nothing silent any more (it spoke meanwhile): two nodes that answer and both claim the role
     // are a partition's two actives, and the client keeps to the one it used.
     if (dropped.length === 0) return dropped;
-    for (const other of dropped) other.superseded = true;
+    for (const other of dropped) other.distrusted = true;
     slot.standby = false;
-    slot.superseded = false;
+    slot.distrusted = false;
     return dropped;
   }
 
@@ -219,7 +229,7 @@ export class ServerPool {
 
   /**
    * The next ready slot in round-robin order (of `address` only, if given), preferring nodes not
-   * known as standbys, and standbys to nodes that are silent or superseded (a standby at least
+   * known as standbys, and standbys to nodes that are silent or distrusted (a standby at least
    * answers, and may have promoted since it redirected us); undefined if no slot is ready.
    */
   pick(address?: string): PoolSlot | undefined {
@@ -229,7 +239,7 @@ export class ServerPool {
     for (let step = 0; step < count; step++) {
       const slot = this.#slots[(this.#cursor + step) % count]!;
       if (slot.state !== "ready" || (address !== undefined && slot.address !== address)) continue;
-      const rank = slot.superseded || !Number.isNaN(slot.silentSince) ? 2 : slot.standby ? 1 : 0;
+      const rank = slot.distrusted || !Number.isNaN(slot.silentSince) ? 2 : slot.standby ? 1 : 0;
       if (rank < bestRank) {
         best = slot;
         bestRank = rank;
@@ -301,7 +311,7 @@ export class ServerPool {
       everReady: false,
       lastAttemptAt: Number.NEGATIVE_INFINITY,
       silentSince: Number.NaN,
-      superseded: false,
+      distrusted: false,
       lastError: undefined,
     };
     this.#slots.push(slot);

@@ -138,7 +138,7 @@ export class Transport implements Router, ConnectionListener {
   /** The node that carried `ticket` answered it itself. */
   served(ticket: Ticket): void {
     const slot = ticket.connection?.slot;
-    if (slot?.standby || slot?.superseded) this.pool.serving(slot);
+    if (slot?.standby || slot?.distrusted) this.pool.serving(slot);
   }
 
   /** The node that carried `ticket` is shutting down: send it nothing more. */
@@ -202,6 +202,8 @@ export class Transport implements Router, ConnectionListener {
     this.#probing.delete(slot);
     const wasReady = slot.state === "ready" || slot.state === "draining";
     this.pool.down(slot, this.#timers.clock.now(), error);
+    // Open, then closed without a byte back: whatever accepted it did not reach a lockd.
+    if (wasReady && !connection.receivedAny) this.pool.distrust(slot);
     if (this.#closed) return;
     const ref = {
       address: slot.address,
