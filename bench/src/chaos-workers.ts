@@ -47,7 +47,9 @@ export function seededRandom(seed: number): () => number {
 function trace(client: LockClient): void {
   for (const name of ["connecting", "connect", "connectFailed", "disconnect", "redirect", "retry"] as const) {
     client.on(name, (event) => {
-      const fields = Object.entries(event).map(([k, v]) => `${k}=${v instanceof Error ? v.message : String(v)}`);
+      const fields = Object.entries(event).map(
+        ([k, v]) => `${k}=${v instanceof Error ? v.message : String(v)}`,
+      );
       console.error(`trace ${Math.round(performance.now())} ${name} ${fields.join(" ")}`);
     });
   }

@@ -37,12 +37,10 @@ export class Transport implements Router, ConnectionListener {
   readonly #events: Emitter;
   readonly #connections = new Map<PoolSlot, Connection>();
   #parked: Ticket[] = [];
-  #reconnectTimer: Timer | undefined;
-  #reconnectAt = Number.POSITIVE_INFINITY;
+  readonly #reconnectTimer: EarliestTimer;
   #closed = false;
   #idleWaiters: Array<() => void> = [];
-  #probeTimer: Timer | undefined;
-  #probeAt = Number.POSITIVE_INFINITY;
+  readonly #probeTimer: EarliestTimer;
   /** Slots with an `I` probe on its way: one at a time each. */
   readonly #probing = new Set<PoolSlot>();
 
@@ -50,6 +48,8 @@ export class Transport implements Router, ConnectionListener {
     this.#options = options;
     this.#timers = timers;
     this.#events = events;
+    this.#reconnectTimer = new EarliestTimer(timers, () => this.#connectDue());
+    this.#probeTimer = new EarliestTimer(timers, () => this.#probe());
     this.pool = new ServerPool(options.servers, {
       reconnectIntervalMs: options.reconnectIntervalMs,
       hintIntervalMs: options.retryIntervalMs,
@@ -163,8 +163,8 @@ export class Transport implements Router, ConnectionListener {
   /** Closes every connection; parked and outstanding requests are reported lost. */
   close(): void {
     this.#closed = true;
-    this.#reconnectTimer?.cancel();
-    this.#probeTimer?.cancel();
+    this.#reconnectTimer.cancel();
+    this.#probeTimer.cancel();
     for (const connection of this.#connections.values()) connection.destroy();
     this.#failParked(() => true);
   }
@@ -255,14 +255,7 @@ export class Transport implements Router, ConnectionListener {
     }
     // Probing may have brought idle slots forward.
     this.#connectDue();
-    const next = this.pool.nextProbeAt();
-    if (next === undefined || next >= this.#probeAt) return;
-    this.#probeTimer?.cancel();
-    this.#probeAt = next;
-    this.#probeTimer = this.#timers.at(next, () => {
-      this.#probeAt = Number.POSITIVE_INFINITY;
-      this.#probe();
-    });
+    this.#probeTimer.schedule(this.pool.nextProbeAt());
   }
 
   readonly #probeReply: ReplyHandler = {
@@ -284,13 +277,34 @@ export class Transport implements Router, ConnectionListener {
   };
 
   #scheduleReconnect(): void {
-    const next = this.pool.nextConnectAt();
-    if (next === undefined || next >= this.#reconnectAt) return;
-    this.#reconnectTimer?.cancel();
-    this.#reconnectAt = next;
-    this.#reconnectTimer = this.#timers.at(next, () => {
-      this.#reconnectAt = Number.POSITIVE_INFINITY;
-      this.#connectDue();
+    this.#reconnectTimer.schedule(this.pool.nextConnectAt());
+  }
+}
+
+/** One timer at the earliest deadline asked for so far; it runs `callback` once and is free again. */
+class EarliestTimer {
+  readonly #timers: TimerQueue;
+  readonly #callback: () => void;
+  #timer: Timer | undefined;
+  #at = Number.POSITIVE_INFINITY;
+
+  constructor(timers: TimerQueue, callback: () => void) {
+    this.#timers = timers;
+    this.#callback = callback;
+  }
+
+  /** Runs the callback at `atMs` unless it already runs earlier; undefined asks for nothing. */
+  schedule(atMs: number | undefined): void {
+    if (atMs === undefined || atMs >= this.#at) return;
+    this.#timer?.cancel();
+    this.#at = atMs;
+    this.#timer = this.#timers.at(atMs, () => {
+      this.#at = Number.POSITIVE_INFINITY;
+      this.#callback();
     });
+  }
+
+  cancel(): void {
+    this.#timer?.cancel();
   }
 }
