@@ -151,7 +151,9 @@ export class Nemesis {
         });
         return;
       case "partition-full":
-        await this.#fault(kind, 0, false, async () => {
+        // Node 0 stays active on its side, reached by nobody; at the heal, clients may reach it
+        // before it hears the other side's later epoch: the documented two-active window.
+        await this.#fault(kind, 0, true, async () => {
           cluster.partition(0, { clients: true });
           await sleep(this.#options.partitionMs);
           cluster.heal();

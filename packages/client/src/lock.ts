@@ -209,7 +209,12 @@ export class Lock implements AsyncDisposable, Linked {
    */
   async refresh(): Promise<void> {
     await this.extend();
-    if (this.#state === "held") this.#watchLease();
+    if (this.#state !== "held") return;
+    this.#watchLease();
+    // Confirmed, but only after the lease it set ran out (the reply was slow): lost, as extend()
+    // would have judged it had the deadline been enforced during the refresh.
+    this.#expireIfDue();
+    if (this.#state === "lost") throw this.#lostError!;
   }
 
   #watchLease(): void {
