@@ -214,7 +214,8 @@ export class Lock implements AsyncDisposable, Linked {
     // Confirmed, but only after the lease it set ran out (the reply was slow): lost, as extend()
     // would have judged it had the deadline been enforced during the refresh.
     this.#expireIfDue();
-    if (this.#state === "lost") throw this.#lostError!;
+    // (TypeScript narrowed the state to "held" above; #expireIfDue may have changed it.)
+    if ((this.#state as LockState) === "lost") throw this.#lostError!;
   }
 
   #watchLease(): void {
