@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { createFenceTable, postgresStore } from "@lock/fence/postgres";
 import { LockdCluster } from "@lock/testkit";
@@ -74,6 +75,10 @@ const pool = new pg.Pool({
   max: 16,
 });
 const history = new History();
+// The grants are timed in this process, which also runs the proxies: its own lag is the floor of
+// every gap measured.
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
 let cluster: LockdCluster | undefined;
 let exitCode = 0;
 try {
@@ -170,6 +175,11 @@ function report(nemesis: Nemesis, log: Array<{ key: string; token: bigint }>, co
     });
   }
   const steady = steadyGaps(history, STEADY_MS - 200).sort((a, b) => a - b);
+  printRow("bench event-loop delay", {
+    p50_ms: ms(loopDelay.percentile(50) / 1e6),
+    p99_ms: ms(loopDelay.percentile(99) / 1e6),
+    max_ms: ms(loopDelay.max / 1e6),
+  });
   printRow("steady (before each fault)", {
     n: ms(steady.length),
     gap_p50: ms(percentile(steady, 50)),

@@ -7,7 +7,8 @@ import { type History, nodeOf } from "./chaos-history.js";
 /**
  * The chaos run's load: workers that each loop acquire → fenced Postgres write → unfenced
  * read-modify-write of a control table → release, on a few shared keys, with their own LockClient
- * (as separate processes would). A few critical sections pause past their lease, as a GC pause or a
+ * (as separate processes would), and one probe worker that only acquires and releases a key of its
+ * own, as often as it can. A few critical sections pause past their lease, as a GC pause or a
  * frozen VM would; nothing in them checks that the lock is still held, so only the fence protects
  * the fenced table, and the control table shows what happens without it.
  */
@@ -71,6 +72,11 @@ export class Workload {
   }
 
   start(): void {
+    // A probe worker on a key of its own, without Postgres: a grant every round trip, so that a gap
+    // in grants measures the cluster, not the critical sections' length.
+    const probe = new LockClient({ servers: this.#options.servers });
+    this.#clients.push(probe);
+    this.#loops.push(this.#probeLoop(probe));
     for (let worker = 0; worker < this.#options.workers; worker++) {
       const client = new LockClient({ servers: this.#options.servers });
       // Connections come and go under the nemesis; the history records what callers see.
@@ -121,6 +127,26 @@ export class Workload {
       } finally {
         this.#inside.set(key, (this.#inside.get(key) ?? 1) - 1);
       }
+      await this.#bounded("release", RELEASE_BOUND_MS, () => lock.release());
+    }
+  }
+
+  async #probeLoop(client: LockClient): Promise<void> {
+    const { leaseMs, waitMs } = this.#options;
+    while (!this.#stopping) {
+      const lock = await this.#bounded("acquire", waitMs + ACQUIRE_BOUND_EXTRA_MS, () =>
+        client.acquire("chaos-probe", { leaseMs, waitMs }),
+      );
+      if (lock === undefined) {
+        await sleep(20);
+        continue;
+      }
+      this.#history.grants.push({
+        at: performance.now(),
+        key: "chaos-probe",
+        token: lock.token,
+        node: nodeOf(lock.token),
+      });
       await this.#bounded("release", RELEASE_BOUND_MS, () => lock.release());
     }
   }
