@@ -204,6 +204,24 @@ describe("AcquireOp", () => {
     expect((await op.promise)?.token).toBe(6n);
   });
 
+  it("a pause between actives ends early once another node turns out to be the active", async () => {
+    const op = start({ waitMs: 5_000 });
+    router.reply(router.last(), { kind: "M", op: "A", key: SPEC.key, address: "10.0.0.9:7420", id: SPEC.id });
+    router.lose(router.last(), false, new Error("refused"));
+    expect(router.sent).toHaveLength(2);
+    // The unreachable active itself cannot end the pause; another node that serves does.
+    router.activeFound("10.0.0.9:7420");
+    expect(router.sent).toHaveLength(2);
+    router.activeFound("10.0.0.8:7420");
+    expect(router.sent).toHaveLength(3);
+    expect(router.waiting.size).toBe(0);
+    router.reply(router.last(), grant(4n));
+    expect((await op.promise)?.token).toBe(4n);
+    // The pause's own timer was cancelled: nothing more is sent when it would have run.
+    await vi.advanceTimersByTimeAsync(RETRY_INTERVAL);
+    expect(router.sent).toHaveLength(3);
+  });
+
   it("stops after too many redirects", async () => {
     const op = start();
     for (let i = 0; i <= MAX_REDIRECTS; i++) {

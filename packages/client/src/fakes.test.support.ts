@@ -66,6 +66,23 @@ export class FakeRouter implements Router {
 
   served(): void {}
 
+  /** Requests pausing between actives, with the node that cannot wake them. */
+  readonly waiting = new Map<() => void, string | undefined>();
+
+  whenActive(wake: () => void, notAddress: string | undefined): { cancel(): void } {
+    this.waiting.set(wake, notAddress);
+    return { cancel: () => this.waiting.delete(wake) };
+  }
+
+  /** The node at `address` turned out to be the active: wake what it may wake. */
+  activeFound(address: string): void {
+    for (const [wake, notAddress] of [...this.waiting]) {
+      if (notAddress === address) continue;
+      this.waiting.delete(wake);
+      wake();
+    }
+  }
+
   draining(ticket: Ticket): void {
     this.drained.push(ticket);
   }

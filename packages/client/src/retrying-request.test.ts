@@ -53,4 +53,16 @@ describe("RetryingRequest", () => {
     expect(request.firstLostWriteAt).toBe(router.sent[0]!.ticket.writtenAt);
     expect(router.sent.map((sent) => sent.request.op)).toEqual(["R", "R", "R"]);
   });
+
+  it("a pause after NO_ACTIVE ends early once an active is known, and only once", async () => {
+    release();
+    router.reply(router.last(), { kind: "E", op: "R", key: "k", id: "k1.1", code: "NO_ACTIVE", message: "" });
+    expect(router.sent).toHaveLength(1);
+    router.activeFound("10.0.0.8:7420");
+    expect(router.sent).toHaveLength(2);
+    router.reply(router.last(), { kind: "R", key: "k", released: true });
+    expect(outcomes).toEqual([undefined]);
+    await vi.advanceTimersByTimeAsync(POLICY.intervalMs);
+    expect(router.sent).toHaveLength(2);
+  });
 });

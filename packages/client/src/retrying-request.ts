@@ -59,6 +59,8 @@ export class RetryingRequest implements ReplyHandler, Linked {
   readonly #done: RetryCallback;
   #current: Ticket | undefined;
   #pause: Timer | undefined;
+  /** While pausing: wakes the request early once an active is known. */
+  #wake: Timer | undefined;
   #giveUp: Timer | undefined;
   #redirects = 0;
   #retriedAtOnce = false;
@@ -114,7 +116,7 @@ export class RetryingRequest implements ReplyHandler, Linked {
       }
       if (reply.code === "SHUTTING_DOWN") this.#router.draining(ticket);
       this.#lastError = errorFromReply(reply);
-      this.#retryLater();
+      this.#retryLater(ticket.connection?.address);
       return;
     }
     this.#router.served(ticket);
@@ -135,17 +137,21 @@ export class RetryingRequest implements ReplyHandler, Linked {
     if (ticket.connection?.superseded || !this.#retriedAtOnce) {
       this.#retriedAtOnce = true;
       this.#attempt(undefined);
-    } else this.#retryLater();
+    } else this.#retryLater(ticket.address ?? ticket.connection?.address);
   }
 
   #attempt(address: string | undefined): void {
+    this.#pause?.cancel();
     this.#pause = undefined;
+    this.#wake?.cancel();
+    this.#wake = undefined;
     if (this.#over) return;
     this.#current = this.#router.send(this.request, this, address);
-    if (this.#current === undefined) this.#retryLater();
+    if (this.#current === undefined) this.#retryLater(address);
   }
 
-  #retryLater(): void {
+  /** Tries again after `intervalMs`, or sooner once a node other than `stuckAt` is the active. */
+  #retryLater(stuckAt?: string): void {
     // The cap is on redirects in a row: a paced retry after a failover is not a redirect loop.
     this.#redirects = 0;
     if (this.#giveUp === undefined) {
@@ -161,6 +167,7 @@ export class RetryingRequest implements ReplyHandler, Linked {
       );
     }
     this.#pause = this.#timers.after(this.#policy.intervalMs, () => this.#attempt(undefined));
+    this.#wake = this.#router.whenActive(() => this.#attempt(undefined), stuckAt);
   }
 
   #end(error: Error | undefined): void {
@@ -168,6 +175,7 @@ export class RetryingRequest implements ReplyHandler, Linked {
     this.#over = true;
     this.#giveUp?.cancel();
     this.#pause?.cancel();
+    this.#wake?.cancel();
     this.#finished(this, error);
     this.#done(this, error);
   }

@@ -18,6 +18,11 @@ export interface Router {
   redirected(ticket: Ticket, address: string): void;
   served(ticket: Ticket): void;
   draining(ticket: Ticket): void;
+  /**
+   * Calls `wake` once, as soon as a node other than `notAddress` is known to be the active (it says
+   * so, or it answered a request itself): a request waiting out a pause between actives can go now.
+   */
+  whenActive(wake: () => void, notAddress: string | undefined): Timer;
 }
 
 /**
@@ -43,6 +48,9 @@ export class Transport implements Router, ConnectionListener {
   readonly #probeTimer: EarliestTimer;
   /** Slots with an `I` probe on its way: one at a time each. */
   readonly #probing = new Set<PoolSlot>();
+  /** Requests pausing between actives (whenActive), with the node that cannot wake them. */
+  readonly #waiting = new Map<() => void, string | undefined>();
+  readonly #searchTimer: EarliestTimer;
 
   constructor(options: ResolvedOptions, timers: TimerQueue, events: Emitter) {
     this.#options = options;
@@ -50,6 +58,7 @@ export class Transport implements Router, ConnectionListener {
     this.#events = events;
     this.#reconnectTimer = new EarliestTimer(timers, () => this.#connectDue());
     this.#probeTimer = new EarliestTimer(timers, () => this.#probe());
+    this.#searchTimer = new EarliestTimer(timers, () => this.#search());
     this.pool = new ServerPool(options.servers, {
       reconnectIntervalMs: options.reconnectIntervalMs,
       hintIntervalMs: options.retryIntervalMs,
@@ -139,6 +148,14 @@ export class Transport implements Router, ConnectionListener {
   served(ticket: Ticket): void {
     const slot = ticket.connection?.slot;
     if (slot?.standby || slot?.distrusted) this.pool.serving(slot);
+    if (slot !== undefined && this.#waiting.size > 0) this.#activeFound(slot.address);
+  }
+
+  whenActive(wake: () => void, notAddress: string | undefined): Timer {
+    this.#waiting.set(wake, notAddress);
+    // While requests wait for an active, the nodes are asked for their role (as for a silent one).
+    if (this.#options.answerTimeoutMs > 0) this.#searchTimer.schedule(this.#timers.clock.now());
+    return { cancel: () => this.#waiting.delete(wake) };
   }
 
   /** The node that carried `ticket` is shutting down: send it nothing more. */
@@ -165,6 +182,8 @@ export class Transport implements Router, ConnectionListener {
     this.#closed = true;
     this.#reconnectTimer.cancel();
     this.#probeTimer.cancel();
+    this.#searchTimer.cancel();
+    this.#waiting.clear();
     for (const connection of this.#connections.values()) connection.destroy();
     this.#failParked(() => true);
   }
@@ -247,15 +266,40 @@ export class Transport implements Router, ConnectionListener {
   /** A probe round, if one is due, and the timer for the next while a slot is silent. */
   #probe(): void {
     if (this.#closed) return;
-    for (const slot of this.pool.probeTargets(this.#timers.clock.now())) {
-      const connection = this.#connections.get(slot);
-      if (connection === undefined || this.#probing.has(slot)) continue;
-      this.#probing.add(slot);
-      connection.send(new Ticket({ op: "I" }, this.#probeReply, slot.address));
-    }
+    for (const slot of this.pool.probeTargets(this.#timers.clock.now())) this.#ask(slot);
     // Probing may have brought idle slots forward.
     this.#connectDue();
     this.#probeTimer.schedule(this.pool.nextProbeAt());
+  }
+
+  /** Sends `I` on the slot's connection unless a probe is on its way there already. */
+  #ask(slot: PoolSlot): void {
+    const connection = this.#connections.get(slot);
+    if (connection === undefined || this.#probing.has(slot)) return;
+    this.#probing.add(slot);
+    connection.send(new Ticket({ op: "I" }, this.#probeReply, slot.address));
+  }
+
+  /** A search round while requests wait for an active: every ready node is asked its role. */
+  #search(): void {
+    if (this.#closed || this.#waiting.size === 0) return;
+    const asked = new Set<string>();
+    for (const slot of this.pool.slots) {
+      if (slot.state !== "ready" || asked.has(slot.address)) continue;
+      asked.add(slot.address);
+      this.#ask(slot);
+    }
+    const interval = Math.max(1, this.#options.answerTimeoutMs / 5);
+    this.#searchTimer.schedule(this.#timers.clock.now() + interval);
+  }
+
+  /** The node at `address` serves: wake the requests it may wake. */
+  #activeFound(address: string): void {
+    for (const [wake, notAddress] of [...this.#waiting]) {
+      if (notAddress === address) continue;
+      this.#waiting.delete(wake);
+      wake();
+    }
   }
 
   readonly #probeReply: ReplyHandler = {
@@ -264,6 +308,11 @@ export class Transport implements Router, ConnectionListener {
       if (connection === undefined) return;
       this.#probing.delete(connection.slot);
       if (reply.kind !== "I" || reply.fields.get("role") !== "active") return;
+      if (this.#waiting.size > 0) {
+        // It answers, and says it is the active: send there directly, not through a redirect.
+        this.pool.serving(connection.slot);
+        this.#activeFound(connection.address);
+      }
       for (const silent of this.pool.claimsActive(connection.slot)) {
         const error = new NoServerError(
           `${silent.address} did not answer for ${this.#options.answerTimeoutMs} ms, and ${connection.address} is the active`,
