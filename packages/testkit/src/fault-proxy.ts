@@ -167,7 +167,10 @@ export class FaultProxy {
       return;
     }
     client.pause();
-    const upstream = connect({ host: "127.0.0.1", port: this.#targetPort });
+    // Forward each chunk as it comes, as lockd writes it (it sets no-delay on its sockets): Nagle
+    // here would hold a small write behind an unacknowledged one for the peer's delayed ACK (40 ms).
+    client.setNoDelay(true);
+    const upstream = connect({ host: "127.0.0.1", port: this.#targetPort, noDelay: true });
     upstream.on("error", () => client.destroy());
     const pair: Pair = { client, upstream, kind: "unknown", peer: undefined };
     this.#pairs.add(pair);
