@@ -17,7 +17,9 @@ import { percentile, printRow } from "./report.js";
  *
  *   pnpm bench:chaos [--seed N] [--duration SECONDS] [--workers N] [--keys N]
  *   pnpm bench:chaos --ci       one seeded round of every fault kind (about a minute)
- *   --verbose                   also one line per fault: where its longest gap was, and around which nodes
+ *   --verbose                   also one line per fault: where its longest gap was, around which nodes,
+ *                               and the nodes' log lines meanwhile; CHAOS_TRACE=<worker> prints that
+ *                               worker's connection events (stderr)
  *
  * Exits 1 if the checker finds a duplicate token, a per-key token decrease outside the documented
  * two-active windows, a stale write accepted by the fence, or an operation that never settled.
