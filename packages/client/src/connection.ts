@@ -54,6 +54,8 @@ export interface ConnectionListener {
   silent(connection: Connection): void;
   /** Bytes arrived after `silent`. */
   spoke(connection: Connection): void;
+  /** Whether another node could take over from this one: without one, silence is not watched. */
+  hasAlternatives(connection: Connection): boolean;
   /** Called before the handlers of the requests it carried hear `onLost`. */
   closed(connection: Connection, error: Error | undefined): void;
   /** Replies were handed out (or the connection closed): the outstanding count may have dropped. */
@@ -332,6 +334,8 @@ export class Connection {
   /** Keeps one timer at the silence watch's next check, while it has something to watch. */
   #armSilence(): void {
     if (this.#silenceTimer !== undefined || !this.#ready || this.#closed) return;
+    // A single node (or two connections to it) has no one to move to: no pings, no probes.
+    if (!this.#listener.hasAlternatives(this)) return;
     const due = this.#silence?.nextCheckAt();
     if (due !== undefined) this.#silenceTimer = this.#timers.at(due, this.#checkSilence);
   }

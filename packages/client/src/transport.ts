@@ -215,6 +215,10 @@ export class Transport implements Router, ConnectionListener {
     this.pool.spoke(connection.slot);
   }
 
+  hasAlternatives(connection: Connection): boolean {
+    return this.pool.slots.some((slot) => slot.address !== connection.address);
+  }
+
   closed(connection: Connection, error: Error | undefined): void {
     const slot = connection.slot;
     this.#connections.delete(slot);
