@@ -1,5 +1,5 @@
 export { buildLockd } from "./build.js";
-export type { CutScope, ProxyDirection } from "./fault-proxy.js";
+export type { ProxyDirection } from "./fault-proxy.js";
 export { FaultProxy } from "./fault-proxy.js";
 export { LineClient } from "./line-client.js";
 export type { LockdClusterOptions } from "./lockd-cluster.js";
