@@ -112,6 +112,25 @@ describe("AcquireOp", () => {
     expect(probed).toEqual([]);
   });
 
+  it("moves off a superseded connection at once, with the same id and the wait left, without using up a try", async () => {
+    router.size = 2;
+    const op = start({ waitMs: 5_000 });
+    const first = router.last();
+    await vi.advanceTimersByTimeAsync(600);
+    router.supersede(first);
+    const moved = router.last();
+    expect(moved.request).toEqual({ ...first.request, waitMs: 4_400 });
+    expect(retries).toEqual([2]);
+    // Two moves and a drop on two connections: the drop is the first failed try, not the third.
+    router.supersede(moved);
+    router.lose(router.last(), true, new Error("reset"));
+    expect(router.sent).toHaveLength(4);
+    expect(retries).toEqual([2, 3, 4]);
+    router.reply(router.last(), grant(8n));
+    expect((await op.promise)?.token).toBe(8n);
+    expect(probed).toEqual([]);
+  });
+
   it("gives up after as many dropped connections as there are, and looks for an orphaned grant", async () => {
     router.size = 3;
     const op = start();
@@ -164,6 +183,43 @@ describe("AcquireOp", () => {
     expect(router.last().address).toBeUndefined();
     router.reply(router.last(), grant(4n));
     expect((await op.promise)?.token).toBe(4n);
+  });
+
+  it("moves on at once, without using up a try, when the active a redirect named drops a written attempt", async () => {
+    router.size = 1;
+    const op = start({ waitMs: 5_000 });
+    for (let i = 0; i < 3; i++) {
+      router.reply(router.last(), {
+        kind: "M",
+        op: "A",
+        key: SPEC.key,
+        address: "10.0.0.9:7420",
+        id: SPEC.id,
+      });
+      router.lose(router.last(), true, new Error("reset"));
+      expect(router.last().address).toBeUndefined();
+    }
+    expect(retries).toEqual([2, 3, 4]);
+    router.reply(router.last(), grant(6n));
+    expect((await op.promise)?.token).toBe(6n);
+  });
+
+  it("a pause between actives ends early once another node turns out to be the active", async () => {
+    const op = start({ waitMs: 5_000 });
+    router.reply(router.last(), { kind: "M", op: "A", key: SPEC.key, address: "10.0.0.9:7420", id: SPEC.id });
+    router.lose(router.last(), false, new Error("refused"));
+    expect(router.sent).toHaveLength(2);
+    // The unreachable active itself cannot end the pause; another node that serves does.
+    router.activeFound("10.0.0.9:7420");
+    expect(router.sent).toHaveLength(2);
+    router.activeFound("10.0.0.8:7420");
+    expect(router.sent).toHaveLength(3);
+    expect(router.waiting.size).toBe(0);
+    router.reply(router.last(), grant(4n));
+    expect((await op.promise)?.token).toBe(4n);
+    // The pause's own timer was cancelled: nothing more is sent when it would have run.
+    await vi.advanceTimersByTimeAsync(RETRY_INTERVAL);
+    expect(router.sent).toHaveLength(3);
   });
 
   it("stops after too many redirects", async () => {

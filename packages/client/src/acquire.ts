@@ -79,12 +79,16 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   #reject!: (error: Error) => void;
   #ticket: Ticket | undefined;
   #tries = 0;
+  /** Moves that are not failed tries of our connections (see onLost). */
+  #moves = 0;
   #redirects = 0;
   #firstWrittenAt = Number.NaN;
   // An attempt was written and its connection dropped: the server may hold a grant for our id.
   #unresolvedWrite = false;
   #settled = false;
   #timer: Timer | undefined;
+  /** While pausing between actives: wakes the call early once an active is known. */
+  #wake: Timer | undefined;
   #backstop: Timer | undefined;
 
   /** Sends the first attempt at once. The signal must not be aborted yet. */
@@ -190,9 +194,20 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       if (this.#unresolvedWrite) this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
       return;
     }
+    // Not failed tries of our connections, since another node answers:
+    // - dropped because another node says it is the active while this one was silent (superseded);
+    // - written to the active a redirect named, whose connection then dropped: it died while we
+    //   waited there, or it is a dead node behind a proxy that accepts and resets.
+    // Either way, move on at once with the same id and the wait left.
+    if (ticket.connection?.superseded || (written && ticket.address !== undefined)) {
+      this.#moves += 1;
+      this.#ctx.retried(this.spec, this.#tries + this.#moves + 1, error);
+      this.#attempt(undefined);
+      return;
+    }
     // The active a redirect named could not be reached: during a failover the standbys point at the
-    // old active until they notice it is gone. Not a failed try of our connections: ask again shortly.
-    if (!written && ticket.address !== undefined) this.#backOff(error);
+    // old active until they notice it is gone. Not a failed try either: ask again shortly.
+    if (ticket.address !== undefined) this.#backOff(error, ticket.address);
     else this.#nextConnection(error);
   }
 
@@ -205,18 +220,22 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       this.#ctx.router.draining(ticket);
       this.#nextConnection(error);
     } else {
-      // NO_ACTIVE: a standby that knows no active yet.
-      this.#backOff(error);
+      // NO_ACTIVE: a standby that knows no active yet, or an active that does not serve for a moment.
+      this.#backOff(error, ticket.connection?.address);
     }
   }
 
-  /** Asks again after `retryIntervalMs`, if the wait allows: the cluster is between actives. */
-  #backOff(error: Error | undefined): void {
+  /**
+   * Asks again after `retryIntervalMs`, if the wait allows: the cluster is between actives. Sooner if
+   * a node other than `stuckAt` (the one that cannot serve it now) turns out to be the active.
+   */
+  #backOff(error: Error | undefined, stuckAt: string | undefined): void {
     this.#redirects = 0;
     if (this.#ctx.timers.clock.now() + this.#ctx.retryIntervalMs >= this.#deadline) {
       this.#fail(new LockTimeoutError(this.spec.key, this.spec.waitMs, { cause: error }));
     } else {
       this.#timer = this.#ctx.timers.after(this.#ctx.retryIntervalMs, () => this.#attempt(undefined));
+      this.#wake = this.#ctx.router.whenActive(() => this.#attempt(undefined), stuckAt);
     }
   }
 
@@ -226,12 +245,15 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       this.#fail(this.#noServer(error));
       return;
     }
-    this.#ctx.retried(this.spec, this.#tries + 1, error);
+    this.#ctx.retried(this.spec, this.#tries + this.#moves + 1, error);
     this.#attempt(undefined);
   }
 
   #attempt(address: string | undefined): void {
+    this.#timer?.cancel();
     this.#timer = undefined;
+    this.#wake?.cancel();
+    this.#wake = undefined;
     if (this.#settled) return;
     const { mode, key, leaseMs, id } = this.spec;
     let request: Request;
@@ -248,7 +270,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     }
     this.#ticket = this.#ctx.router.send(request, this, address);
     if (this.#ticket !== undefined) return;
-    if (address !== undefined) this.#backOff(this.#ctx.router.lastError);
+    if (address !== undefined) this.#backOff(this.#ctx.router.lastError, address);
     else this.#fail(this.#noServer(this.#ctx.router.lastError));
   }
 
@@ -285,6 +307,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     if (this.#settled) return;
     this.#settled = true;
     this.#timer?.cancel();
+    this.#wake?.cancel();
     this.#backstop?.cancel();
     if (this.#onAbort !== undefined) this.#signal?.removeEventListener("abort", this.#onAbort);
     this.#ctx.settled(this);

@@ -14,6 +14,7 @@ import type { ResolvedOptions } from "./options.js";
 import { serverName } from "./options.js";
 import { Outgoing, RequestQueue } from "./request-queue.js";
 import type { PoolSlot } from "./server-pool.js";
+import { SilenceWatch } from "./silence-watch.js";
 import type { Timer, TimerQueue } from "./timers.js";
 
 /**
@@ -43,9 +44,18 @@ export class Ticket extends Outgoing {
   }
 }
 
-/** What a connection tells its owner, in this order for one connection: ready, then closed once. */
+/**
+ * What a connection tells its owner, in this order for one connection: ready, then any number of
+ * silent/spoke pairs, then closed once.
+ */
 export interface ConnectionListener {
   ready(connection: Connection): void;
+  /** It owes replies and nothing has arrived for the answer timeout (SilenceWatch). */
+  silent(connection: Connection): void;
+  /** Bytes arrived after `silent`. */
+  spoke(connection: Connection): void;
+  /** Whether another node could take over from this one: without one, silence is not watched. */
+  hasAlternatives(connection: Connection): boolean;
   /** Called before the handlers of the requests it carried hear `onLost`. */
   closed(connection: Connection, error: Error | undefined): void;
   /** Replies were handed out (or the connection closed): the outstanding count may have dropped. */
@@ -81,6 +91,10 @@ export class Connection {
   #keepAliveTimer: Timer | undefined;
   #lastReceivedAt: number;
   #pingOutstanding = false;
+  #receivedAny = false;
+  readonly #silence: SilenceWatch | undefined;
+  #silenceTimer: Timer | undefined;
+  #superseded = false;
 
   constructor(slot: PoolSlot, options: ResolvedOptions, timers: TimerQueue, listener: ConnectionListener) {
     this.slot = slot;
@@ -91,6 +105,8 @@ export class Connection {
     this.#queue = new RequestQueue<Ticket>(limits);
     this.#decoder = new ReplyDecoder(limits);
     this.#lastReceivedAt = timers.clock.now();
+    if (options.answerTimeoutMs > 0)
+      this.#silence = new SilenceWatch(options.answerTimeoutMs, this.#lastReceivedAt);
     const { host, port } = splitAddress(slot.address);
     const tls = options.tls;
     // Plain TCP reads into one reused buffer (`onread`), skipping the stream machinery on every
@@ -144,6 +160,19 @@ export class Connection {
     return this.#queue.outstanding;
   }
 
+  /** Whether any byte came back on it (an authenticated connection has had its `H` answered). */
+  get receivedAny(): boolean {
+    return this.#receivedAny;
+  }
+
+  /**
+   * It was dropped because another node claimed the active role while this one was silent: what
+   * it carried moves on without counting as a failed try (the node it moves to answers).
+   */
+  get superseded(): boolean {
+    return this.#superseded;
+  }
+
   /** Queues `ticket` for the next batch. Throws if the request cannot be encoded. */
   send(ticket: Ticket): void {
     // A lone request (nothing else in flight here) goes out at once: waiting for the end of the
@@ -151,18 +180,28 @@ export class Connection {
     const alone = this.#queue.outstanding === 0 && this.#ready && !this.#flushScheduled;
     this.#queue.push(ticket);
     ticket.connection = this;
+    if (this.#silence !== undefined) {
+      this.#silence.sent(ticket.request.op !== "A", this.#timers.clock.now());
+      this.#armSilence();
+    }
     if (alone) this.#flush();
     else this.#scheduleFlush();
   }
 
   /** Takes back a ticket not yet written; false once written (or not on this connection). */
   withdraw(ticket: Ticket): boolean {
-    return ticket.connection === this && this.#queue.withdraw(ticket);
+    if (ticket.connection !== this || !this.#queue.withdraw(ticket)) return false;
+    this.#silence?.settled(ticket.request.op !== "A");
+    return true;
   }
 
-  /** Closes at once; the requests it carried are reported lost. */
-  destroy(error?: Error): void {
+  /**
+   * Closes at once; the requests it carried are reported lost. `superseded`: another node claimed
+   * the active role while this one was silent (see the getter).
+   */
+  destroy(error?: Error, superseded = false): void {
     this.#error ??= error;
+    this.#superseded ||= superseded;
     this.#socket.destroy();
   }
 
@@ -220,12 +259,19 @@ export class Connection {
   #becomeReady(): void {
     this.#ready = true;
     this.#lastReceivedAt = this.#timers.clock.now();
+    this.#silence?.received(this.#lastReceivedAt);
     this.#armKeepAlive();
+    this.#armSilence();
     this.#listener.ready(this);
   }
 
   #onData(chunk: Uint8Array): void {
     this.#lastReceivedAt = this.#timers.clock.now();
+    this.#receivedAny = true;
+    if (this.#silence?.received(this.#lastReceivedAt)) {
+      this.#listener.spoke(this);
+      this.#armSilence();
+    }
     const frames = this.#decoder.push(chunk);
     for (let i = 0; i < frames.length && !this.#closed; i++) {
       const frame = frames[i]!;
@@ -236,8 +282,10 @@ export class Connection {
         return;
       }
       const ticket = this.#queue.match(frame);
-      if (ticket !== undefined) ticket.handler.onReply(frame, ticket);
-      else this.#unmatched(frame);
+      if (ticket !== undefined) {
+        this.#silence?.settled(ticket.request.op !== "A");
+        ticket.handler.onReply(frame, ticket);
+      } else this.#unmatched(frame);
     }
     this.#listener.settled();
   }
@@ -264,10 +312,7 @@ export class Connection {
         this.destroy(new NoServerError(`${this.address} did not answer a ping within ${interval} ms`));
         return;
       }
-      if (silentFor >= interval && !this.#pingOutstanding) {
-        this.#pingOutstanding = true;
-        this.send(new Ticket({ op: "P" }, this.#pong, undefined));
-      }
+      if (silentFor >= interval) this.#ping();
       this.#armKeepAlive();
     });
   }
@@ -279,12 +324,38 @@ export class Connection {
     onLost: () => {},
   };
 
+  /** Sends a ping unless one is on its way already. */
+  #ping(): void {
+    if (this.#pingOutstanding) return;
+    this.#pingOutstanding = true;
+    this.send(new Ticket({ op: "P" }, this.#pong, undefined));
+  }
+
+  /** Keeps one timer at the silence watch's next check, while it has something to watch. */
+  #armSilence(): void {
+    if (this.#silenceTimer !== undefined || !this.#ready || this.#closed) return;
+    // A single node (or two connections to it) has no one to move to: no pings, no probes.
+    if (!this.#listener.hasAlternatives(this)) return;
+    const due = this.#silence?.nextCheckAt();
+    if (due !== undefined) this.#silenceTimer = this.#timers.at(due, this.#checkSilence);
+  }
+
+  readonly #checkSilence = (): void => {
+    this.#silenceTimer = undefined;
+    if (this.#silence === undefined || this.#closed) return;
+    const verdict = this.#silence.check(this.#timers.clock.now());
+    if (verdict === "ping") this.#ping();
+    else if (verdict === "silent") this.#listener.silent(this);
+    this.#armSilence();
+  };
+
   #onClose(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#ready = false;
     this.#connectTimer?.cancel();
     this.#keepAliveTimer?.cancel();
+    this.#silenceTimer?.cancel();
     const error = this.#error ?? new NoServerError(`connection to ${this.address} closed`);
     this.#listener.closed(this, error);
     const { unwritten, written } = this.#queue.takeAll();

@@ -1,6 +1,6 @@
 import type { Reply, Request } from "@lock/protocol";
 import { vi } from "vitest";
-import { type ReplyHandler, Ticket } from "./connection.js";
+import { type Connection, type ReplyHandler, Ticket } from "./connection.js";
 import { TimerQueue } from "./timers.js";
 import type { Router } from "./transport.js";
 
@@ -66,6 +66,23 @@ export class FakeRouter implements Router {
 
   served(): void {}
 
+  /** Requests pausing between actives, with the node that cannot wake them. */
+  readonly waiting = new Map<() => void, string | undefined>();
+
+  whenActive(wake: () => void, notAddress: string | undefined): { cancel(): void } {
+    this.waiting.set(wake, notAddress);
+    return { cancel: () => this.waiting.delete(wake) };
+  }
+
+  /** The node at `address` turned out to be the active: wake what it may wake. */
+  activeFound(address: string): void {
+    for (const [wake, notAddress] of [...this.waiting]) {
+      if (notAddress === address) continue;
+      this.waiting.delete(wake);
+      wake();
+    }
+  }
+
   draining(ticket: Ticket): void {
     this.drained.push(ticket);
   }
@@ -84,6 +101,12 @@ export class FakeRouter implements Router {
   lose(sent: Sent, written = true, error?: Error): void {
     sent.ticket.state = "dropped";
     sent.ticket.handler.onLost(sent.ticket, written, error);
+  }
+
+  /** The written request's connection was dropped because another node claimed the active role. */
+  supersede(sent: Sent, error = new Error("silent; another node is the active")): void {
+    sent.ticket.connection = { superseded: true } as Connection;
+    this.lose(sent, true, error);
   }
 }
 

@@ -10,7 +10,7 @@ import { nextEvent } from "./integration.test.support.js";
  * extension cannot be arranged on purpose, so a scripted server plays it: it grants every `A` after
  * `grantDelayMs` and answers `X` with `extended`.
  */
-async function scriptedServer(grantDelayMs: number, extended: 0 | 1) {
+async function scriptedServer(grantDelayMs: number, extended: 0 | 1, extendDelayMs = 0) {
   const lines: string[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
@@ -26,7 +26,7 @@ async function scriptedServer(grantDelayMs: number, extended: 0 | 1) {
         lines.push(line);
         const [verb, key, , , id] = line.split(" ");
         if (verb === "A") setTimeout(() => socket.write(`A ${key} 5 ${id}\n`), grantDelayMs);
-        else if (verb === "X") socket.write(`X ${key} ${extended}\n`);
+        else if (verb === "X") setTimeout(() => socket.write(`X ${key} ${extended}\n`), extendDelayMs);
         else if (verb === "R") socket.write(`R ${key} 0\n`);
         else if (verb === "P") socket.write("P\n");
       }
@@ -64,5 +64,16 @@ describe("a grant that arrives late", () => {
     const verbs = server.lines.map((line) => line.split(" ")[0]);
     // Refused: the token holds nothing any more, so there is nothing to release.
     expect(verbs).toEqual(["A", "X"]);
+  });
+
+  it("rejects with LockLostError, not ClientClosedError, when the refresh is confirmed only after its lease ran out", async () => {
+    // The refresh (X) is answered 1, but 400 ms after its write: past the 300 ms lease it asked for.
+    const server = await scriptedServer(150, 1, 400);
+    cleanups.push(() => server.close());
+    const client = new LockClient({ servers: [server.address], answerTimeoutMs: 0 });
+    cleanups.push(() => client.close());
+    const error = await client.acquire("late:too-late", { leaseMs: 300 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockLostError);
+    expect(error).toMatchObject({ code: "LOCK_LOST", key: "late:too-late", token: 5n });
   });
 });

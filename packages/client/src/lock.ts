@@ -224,7 +224,13 @@ export class Lock implements AsyncDisposable {
    */
   async refresh(): Promise<void> {
     await this.extend();
-    if (this.#state === "held") this.#watchLease();
+    if (this.#state !== "held") return;
+    this.#watchLease();
+    // Confirmed, but only after the lease it set ran out (the reply was slow): lost, as extend()
+    // would have judged it had the deadline been enforced during the refresh.
+    this.#expireIfDue();
+    // (TypeScript narrowed the state to "held" above; #expireIfDue may have changed it.)
+    if ((this.#state as LockState) === "lost") throw this.#lostError!;
   }
 
   #watchLease(): void {

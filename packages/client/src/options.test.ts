@@ -13,6 +13,7 @@ describe("options", () => {
       connectTimeoutMs: 5_000,
       reconnectIntervalMs: 3_000,
       keepAliveMs: 30_000,
+      answerTimeoutMs: 250,
       releaseRetryMs: 5_000,
       retryIntervalMs: 200,
       maxKeyBytes: 1_024,
@@ -35,6 +36,7 @@ describe("options", () => {
     [{ servers: ["a:1"], reconnectIntervalMs: -1 }],
     [{ servers: ["a:1"], connectTimeoutMs: 0 }],
     [{ servers: ["a:1"], keepAliveMs: 1.5 }],
+    [{ servers: ["a:1"], answerTimeoutMs: -1 }],
   ])("refuses unusable options: %j", (options) => {
     expect(() => resolveOptions(options)).toThrow(InvalidArgumentError);
   });

@@ -20,6 +20,13 @@ export interface LockClientOptions {
    * idle connections after 10 minutes).
    */
   readonly keepAliveMs?: number;
+  /**
+   * A connection that owes replies and has received nothing for this long makes the client probe
+   * the other nodes for a new active (a stopped process closes nothing); 0 turns this off. Default
+   * 250: half of lockd's default `--peer-timeout`, so the client is looking by the time a standby
+   * can promote.
+   */
+  readonly answerTimeoutMs?: number;
   /** How long `release()` keeps retrying while no server answers. Default 5000. */
   readonly releaseRetryMs?: number;
   /** Pause between retries of release and extend. Default 200. */
@@ -35,6 +42,7 @@ export interface ResolvedOptions {
   readonly connectTimeoutMs: number;
   readonly reconnectIntervalMs: number;
   readonly keepAliveMs: number;
+  readonly answerTimeoutMs: number;
   readonly releaseRetryMs: number;
   readonly retryIntervalMs: number;
   readonly maxKeyBytes: number;
@@ -44,6 +52,7 @@ export const DEFAULT_OPTIONS = Object.freeze({
   connectTimeoutMs: 5_000,
   reconnectIntervalMs: 3_000,
   keepAliveMs: 30_000,
+  answerTimeoutMs: 250,
   releaseRetryMs: 5_000,
   retryIntervalMs: 200,
   maxKeyBytes: DEFAULT_LIMITS.maxKeyBytes,
@@ -78,6 +87,7 @@ export function resolveOptions(options: LockClientOptions): ResolvedOptions {
     connectTimeoutMs: number("connectTimeoutMs", 1),
     reconnectIntervalMs: number("reconnectIntervalMs", 0),
     keepAliveMs: number("keepAliveMs", 0),
+    answerTimeoutMs: number("answerTimeoutMs", 0),
     releaseRetryMs: number("releaseRetryMs", 0),
     retryIntervalMs: number("retryIntervalMs", 1),
     maxKeyBytes: number("maxKeyBytes", 1),

@@ -24,8 +24,9 @@ export type RetryCallback = (request: RetryingRequest, error: Error | undefined)
 
 /**
  * One idempotent request (release, extend, the probe for an orphaned grant) sent until it gets a
- * definitive reply: over any ready connection, again every `intervalMs` while none answers, straight
- * to the address a redirect names, again after `NO_ACTIVE` / `SHUTTING_DOWN`. Only idempotent requests
+ * definitive reply: over any ready connection (at once on another after the first dropped connection),
+ * again every `intervalMs` while none answers, straight to the address a redirect names, again after
+ * `NO_ACTIVE` / `SHUTTING_DOWN`. Only idempotent requests
  * may use it: an attempt whose connection dropped may have taken effect before the next one.
  *
  * It fails with NoServerError once `untilMs` has passed without a definitive reply (the first
@@ -58,8 +59,11 @@ export class RetryingRequest implements ReplyHandler, Linked {
   readonly #done: RetryCallback;
   #current: Ticket | undefined;
   #pause: Timer | undefined;
+  /** While pausing: wakes the request early once an active is known. */
+  #wake: Timer | undefined;
   #giveUp: Timer | undefined;
   #redirects = 0;
+  #retriedAtOnce = false;
   #lastError: Error | undefined;
   #over = false;
 
@@ -112,7 +116,7 @@ export class RetryingRequest implements ReplyHandler, Linked {
       }
       if (reply.code === "SHUTTING_DOWN") this.#router.draining(ticket);
       this.#lastError = errorFromReply(reply);
-      this.#retryLater();
+      this.#retryLater(ticket.connection?.address);
       return;
     }
     this.#router.served(ticket);
@@ -127,17 +131,27 @@ export class RetryingRequest implements ReplyHandler, Linked {
     if (Number.isNaN(this.#startedAt)) this.#startedAt = ticket.writtenAt;
     if (written && Number.isNaN(this.firstLostWriteAt)) this.firstLostWriteAt = ticket.writtenAt;
     this.#lastError = error ?? this.#lastError;
-    this.#retryLater();
+    // A connection that dropped (the node stopped, or another claimed the active role while it was
+    // silent) leaves the others: the first such loss goes to another connection at once, as an
+    // acquire would. Later ones wait `intervalMs`, so a request nobody can answer does not spin.
+    if (ticket.connection?.superseded || !this.#retriedAtOnce) {
+      this.#retriedAtOnce = true;
+      this.#attempt(undefined);
+    } else this.#retryLater(ticket.address ?? ticket.connection?.address);
   }
 
   #attempt(address: string | undefined): void {
+    this.#pause?.cancel();
     this.#pause = undefined;
+    this.#wake?.cancel();
+    this.#wake = undefined;
     if (this.#over) return;
     this.#current = this.#router.send(this.request, this, address);
-    if (this.#current === undefined) this.#retryLater();
+    if (this.#current === undefined) this.#retryLater(address);
   }
 
-  #retryLater(): void {
+  /** Tries again after `intervalMs`, or sooner once a node other than `stuckAt` is the active. */
+  #retryLater(stuckAt?: string): void {
     // The cap is on redirects in a row: a paced retry after a failover is not a redirect loop.
     this.#redirects = 0;
     if (this.#giveUp === undefined) {
@@ -153,6 +167,7 @@ export class RetryingRequest implements ReplyHandler, Linked {
       );
     }
     this.#pause = this.#timers.after(this.#policy.intervalMs, () => this.#attempt(undefined));
+    this.#wake = this.#router.whenActive(() => this.#attempt(undefined), stuckAt);
   }
 
   #end(error: Error | undefined): void {
@@ -160,6 +175,7 @@ export class RetryingRequest implements ReplyHandler, Linked {
     this.#over = true;
     this.#giveUp?.cancel();
     this.#pause?.cancel();
+    this.#wake?.cancel();
     this.#finished(this, error);
     this.#done(this, error);
   }

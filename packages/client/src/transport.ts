@@ -1,6 +1,6 @@
-import type { Request } from "@lock/protocol";
+import type { Reply, Request } from "@lock/protocol";
 import { Connection, type ConnectionListener, type ReplyHandler, Ticket } from "./connection.js";
-import { ProtocolError } from "./errors.js";
+import { NoServerError, ProtocolError } from "./errors.js";
 import type { Emitter } from "./events.js";
 import type { ResolvedOptions } from "./options.js";
 import { type PoolSlot, ServerPool } from "./server-pool.js";
@@ -18,12 +18,19 @@ export interface Router {
   redirected(ticket: Ticket, address: string): void;
   served(ticket: Ticket): void;
   draining(ticket: Ticket): void;
+  /**
+   * Calls `wake` once, as soon as a node other than `notAddress` is known to be the active (it says
+   * so, or it answered a request itself): a request waiting out a pause between actives can go now.
+   */
+  whenActive(wake: () => void, notAddress: string | undefined): Timer;
 }
 
 /**
  * The connections of one client: the ServerPool's decisions carried out on real sockets. It routes
- * each request to a ready connection, parks requests while connections are still opening, and keeps
- * reconnecting slots that went down. Retry decisions stay with the requests' handlers.
+ * each request to a ready connection, parks requests while connections are still opening, keeps
+ * reconnecting slots that went down, and while a connection is silent (a stopped active) probes the
+ * other nodes with `I` and drops the silent one once another says it is the active, so that what it
+ * carried moves there. Retry decisions stay with the requests' handlers.
  *
  * Ordering: requests sent to one connection are written in `send` order. A ticket is parked only
  * while a fitting connection is opening; parked tickets go out in `send` order once one is ready.
@@ -35,16 +42,28 @@ export class Transport implements Router, ConnectionListener {
   readonly #events: Emitter;
   readonly #connections = new Map<PoolSlot, Connection>();
   #parked: Ticket[] = [];
-  #reconnectTimer: Timer | undefined;
-  #reconnectAt = Number.POSITIVE_INFINITY;
+  readonly #reconnectTimer: EarliestTimer;
   #closed = false;
   #idleWaiters: Array<() => void> = [];
+  readonly #probeTimer: EarliestTimer;
+  /** Slots with an `I` probe on its way: one at a time each. */
+  readonly #probing = new Set<PoolSlot>();
+  /** Requests pausing between actives (whenActive), with the node that cannot wake them. */
+  readonly #waiting = new Map<() => void, string | undefined>();
+  readonly #searchTimer: EarliestTimer;
 
   constructor(options: ResolvedOptions, timers: TimerQueue, events: Emitter) {
     this.#options = options;
     this.#timers = timers;
     this.#events = events;
-    this.pool = new ServerPool(options.servers, { reconnectIntervalMs: options.reconnectIntervalMs });
+    this.#reconnectTimer = new EarliestTimer(timers, () => this.#connectDue());
+    this.#probeTimer = new EarliestTimer(timers, () => this.#probe());
+    this.#searchTimer = new EarliestTimer(timers, () => this.#search());
+    this.pool = new ServerPool(options.servers, {
+      reconnectIntervalMs: options.reconnectIntervalMs,
+      hintIntervalMs: options.retryIntervalMs,
+      answerTimeoutMs: options.answerTimeoutMs,
+    });
     // Next tick, so that listeners attached right after construction see the first events. A
     // request sent before then connects at once (see send).
     process.nextTick(() => this.#connectDue());
@@ -68,8 +87,9 @@ export class Transport implements Router, ConnectionListener {
 
   /**
    * Sends `request` on the next ready connection (one to `address`, if given), or parks it while one
-   * is opening. Returns undefined, sending nothing, when no connection is ready or opening: every one
-   * was tried. Throws if the request cannot be encoded.
+   * is opening. With none ready or opening, the connections that are down are opened now (at most
+   * once per `retryIntervalMs` each) and it waits for them. Returns undefined, sending nothing, when
+   * no connection is ready or opening even so: every one was tried. Throws if it cannot be encoded.
    */
   send(request: Request, handler: ReplyHandler, address?: string): Ticket | undefined {
     if (this.#closed) return undefined;
@@ -80,6 +100,7 @@ export class Transport implements Router, ConnectionListener {
       return ticket;
     }
     if (address !== undefined) this.pool.ensure(address, this.#timers.clock.now());
+    else if (!this.pool.isConnecting()) this.pool.wanted(this.#timers.clock.now());
     this.#connectDue();
     if (!this.pool.isConnecting(address)) return undefined;
     this.#parked.push(ticket);
@@ -126,7 +147,15 @@ export class Transport implements Router, ConnectionListener {
   /** The node that carried `ticket` answered it itself. */
   served(ticket: Ticket): void {
     const slot = ticket.connection?.slot;
-    if (slot?.standby) this.pool.serving(slot);
+    if (slot?.standby || slot?.distrusted) this.pool.serving(slot);
+    if (slot !== undefined && this.#waiting.size > 0) this.#activeFound(slot.address);
+  }
+
+  whenActive(wake: () => void, notAddress: string | undefined): Timer {
+    this.#waiting.set(wake, notAddress);
+    // While requests wait for an active, the nodes are asked for their role (as for a silent one).
+    if (this.#options.answerTimeoutMs > 0) this.#searchTimer.schedule(this.#timers.clock.now());
+    return { cancel: () => this.#waiting.delete(wake) };
   }
 
   /** The node that carried `ticket` is shutting down: send it nothing more. */
@@ -151,7 +180,10 @@ export class Transport implements Router, ConnectionListener {
   /** Closes every connection; parked and outstanding requests are reported lost. */
   close(): void {
     this.#closed = true;
-    this.#reconnectTimer?.cancel();
+    this.#reconnectTimer.cancel();
+    this.#probeTimer.cancel();
+    this.#searchTimer.cancel();
+    this.#waiting.clear();
     for (const connection of this.#connections.values()) connection.destroy();
     this.#failParked(() => true);
   }
@@ -174,11 +206,27 @@ export class Transport implements Router, ConnectionListener {
     }
   }
 
+  silent(connection: Connection): void {
+    this.pool.silent(connection.slot, this.#timers.clock.now());
+    this.#probe();
+  }
+
+  spoke(connection: Connection): void {
+    this.pool.spoke(connection.slot);
+  }
+
+  hasAlternatives(connection: Connection): boolean {
+    return this.pool.slots.some((slot) => slot.address !== connection.address);
+  }
+
   closed(connection: Connection, error: Error | undefined): void {
     const slot = connection.slot;
     this.#connections.delete(slot);
+    this.#probing.delete(slot);
     const wasReady = slot.state === "ready" || slot.state === "draining";
     this.pool.down(slot, this.#timers.clock.now(), error);
+    // Open, then closed without a byte back: whatever accepted it did not reach a lockd.
+    if (wasReady && !connection.receivedAny) this.pool.distrust(slot);
     if (this.#closed) return;
     const ref = {
       address: slot.address,
@@ -207,7 +255,7 @@ export class Transport implements Router, ConnectionListener {
   #connectDue(): void {
     if (this.#closed) return;
     for (const slot of this.pool.dueForConnect(this.#timers.clock.now())) {
-      this.pool.connecting(slot);
+      this.pool.connecting(slot, this.#timers.clock.now());
       this.#events.emit("connecting", {
         address: slot.address,
         connection: slot.index,
@@ -219,14 +267,97 @@ export class Transport implements Router, ConnectionListener {
     this.#scheduleReconnect();
   }
 
+  /** A probe round, if one is due, and the timer for the next while a slot is silent. */
+  #probe(): void {
+    if (this.#closed) return;
+    for (const slot of this.pool.probeTargets(this.#timers.clock.now())) this.#ask(slot);
+    // Probing may have brought idle slots forward.
+    this.#connectDue();
+    this.#probeTimer.schedule(this.pool.nextProbeAt());
+  }
+
+  /** Sends `I` on the slot's connection unless a probe is on its way there already. */
+  #ask(slot: PoolSlot): void {
+    const connection = this.#connections.get(slot);
+    if (connection === undefined || this.#probing.has(slot)) return;
+    this.#probing.add(slot);
+    connection.send(new Ticket({ op: "I" }, this.#probeReply, slot.address));
+  }
+
+  /** A search round while requests wait for an active: every ready node is asked its role. */
+  #search(): void {
+    if (this.#closed || this.#waiting.size === 0) return;
+    const asked = new Set<string>();
+    for (const slot of this.pool.slots) {
+      if (slot.state !== "ready" || asked.has(slot.address)) continue;
+      asked.add(slot.address);
+      this.#ask(slot);
+    }
+    const interval = Math.max(1, this.#options.answerTimeoutMs / 5);
+    this.#searchTimer.schedule(this.#timers.clock.now() + interval);
+  }
+
+  /** The node at `address` serves: wake the requests it may wake. */
+  #activeFound(address: string): void {
+    for (const [wake, notAddress] of [...this.#waiting]) {
+      if (notAddress === address) continue;
+      this.#waiting.delete(wake);
+      wake();
+    }
+  }
+
+  readonly #probeReply: ReplyHandler = {
+    onReply: (reply: Reply, ticket: Ticket) => {
+      const connection = ticket.connection;
+      if (connection === undefined) return;
+      this.#probing.delete(connection.slot);
+      if (reply.kind !== "I" || reply.fields.get("role") !== "active") return;
+      if (this.#waiting.size > 0) {
+        // It answers, and says it is the active: send there directly, not through a redirect.
+        this.pool.serving(connection.slot);
+        this.#activeFound(connection.address);
+      }
+      for (const silent of this.pool.claimsActive(connection.slot)) {
+        const error = new NoServerError(
+          `${silent.address} did not answer for ${this.#options.answerTimeoutMs} ms, and ${connection.address} is the active`,
+        );
+        this.#connections.get(silent)?.destroy(error, true);
+      }
+    },
+    onLost: (ticket: Ticket) => {
+      if (ticket.connection !== undefined) this.#probing.delete(ticket.connection.slot);
+    },
+  };
+
   #scheduleReconnect(): void {
-    const next = this.pool.nextConnectAt();
-    if (next === undefined || next >= this.#reconnectAt) return;
-    this.#reconnectTimer?.cancel();
-    this.#reconnectAt = next;
-    this.#reconnectTimer = this.#timers.at(next, () => {
-      this.#reconnectAt = Number.POSITIVE_INFINITY;
-      this.#connectDue();
+    this.#reconnectTimer.schedule(this.pool.nextConnectAt());
+  }
+}
+
+/** One timer at the earliest deadline asked for so far; it runs `callback` once and is free again. */
+class EarliestTimer {
+  readonly #timers: TimerQueue;
+  readonly #callback: () => void;
+  #timer: Timer | undefined;
+  #at = Number.POSITIVE_INFINITY;
+
+  constructor(timers: TimerQueue, callback: () => void) {
+    this.#timers = timers;
+    this.#callback = callback;
+  }
+
+  /** Runs the callback at `atMs` unless it already runs earlier; undefined asks for nothing. */
+  schedule(atMs: number | undefined): void {
+    if (atMs === undefined || atMs >= this.#at) return;
+    this.#timer?.cancel();
+    this.#at = atMs;
+    this.#timer = this.#timers.at(atMs, () => {
+      this.#at = Number.POSITIVE_INFINITY;
+      this.#callback();
     });
+  }
+
+  cancel(): void {
+    this.#timer?.cancel();
   }
 }

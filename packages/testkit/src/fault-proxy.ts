@@ -4,6 +4,22 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 export type ProxyDirection = "toServer" | "toClient";
 
 /**
+ * Whose connections a cut applies to. A connection is a peer link when its first byte is `!` (the
+ * peer handshake's `!N`, which a cluster without a client auth token sends first), else a client.
+ */
+export type CutScope = "all" | "peers" | "clients";
+
+type PairKind = "unknown" | "peer" | "client";
+
+interface Pair {
+  readonly client: Socket;
+  readonly upstream: Socket;
+  kind: PairKind;
+  /** For a peer link: the node it claims to be (the address in its `!N`). */
+  peer: string | undefined;
+}
+
+/**
  * A TCP proxy between a client and a lockd, for failure tests: `cut()` drops every connection
  * and refuses new ones (a partition: it stops listening, so a reconnect fails at once rather than
  * connecting and then being dropped, which a client would briefly count as connected), `heal()`
@@ -16,7 +32,9 @@ export type ProxyDirection = "toServer" | "toClient";
 export class FaultProxy {
   readonly #server: Server;
   readonly #port: number;
-  readonly #pairs = new Set<{ client: Socket; upstream: Socket }>();
+  readonly #pairs = new Set<Pair>();
+  #cutKind: "peer" | "client" | undefined;
+  readonly #cutPeers = new Set<string>();
   #targetPort: number;
   #cut = false;
   #closed = false;
@@ -58,8 +76,16 @@ export class FaultProxy {
     this.#targetPort = port;
   }
 
-  /** Drops every open connection and refuses new ones until `heal()`. */
-  cut(): void {
+  /**
+   * Drops every open connection and refuses new ones until `heal()`; with a scope, only peer links
+   * or only clients (see CutScope), and new ones of that kind are dropped at their first bytes.
+   */
+  cut(scope: CutScope = "all"): void {
+    if (scope !== "all") {
+      this.#cutKind = scope === "peers" ? "peer" : "client";
+      for (const pair of this.#pairs) if (this.#isCut(pair)) this.#drop(pair);
+      return;
+    }
     if (!this.#cut) this.#server.close();
     this.#cut = true;
     this.dropAll();
@@ -80,9 +106,20 @@ export class FaultProxy {
     if (direction !== "toServer") this.#frozen.toClient = true;
   }
 
+  /**
+   * Drops the peer links dialled by node `address` (the address its `!N` claims) and every new one
+   * until `heal()`: with `cut("peers")` on that node's own proxy, a partition in both directions.
+   */
+  cutPeer(address: string): void {
+    this.#cutPeers.add(address);
+    for (const pair of this.#pairs) if (this.#isCut(pair)) this.#drop(pair);
+  }
+
   heal(): void {
     const wasCut = this.#cut;
     this.#cut = false;
+    this.#cutKind = undefined;
+    this.#cutPeers.clear();
     if (wasCut) this.#relisten = this.#listenAgain();
     this.#frozen.toServer = false;
     this.#frozen.toClient = false;
@@ -130,26 +167,44 @@ export class FaultProxy {
       return;
     }
     client.pause();
-    const upstream = connect({ host: "127.0.0.1", port: this.#targetPort });
+    // Forward each chunk as it comes, as lockd writes it (it sets no-delay on its sockets): Nagle
+    // here would hold a small write behind an unacknowledged one for the peer's delayed ACK (40 ms).
+    client.setNoDelay(true);
+    const upstream = connect({ host: "127.0.0.1", port: this.#targetPort, noDelay: true });
     upstream.on("error", () => client.destroy());
-    const pair = { client, upstream };
+    const pair: Pair = { client, upstream, kind: "unknown", peer: undefined };
     this.#pairs.add(pair);
-    const drop = () => {
-      this.#pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
+    const drop = () => this.#drop(pair);
     client.on("close", drop);
     upstream.on("close", drop);
     upstream.once("connect", () => {
-      this.#pipe(client, upstream, "toServer");
-      this.#pipe(upstream, client, "toClient");
+      // The first bytes tell a peer link from a client; one cut off by a scoped cut goes no further.
+      client.once("data", (chunk: Buffer) => {
+        pair.kind = chunk[0] === 0x21 ? "peer" : "client";
+        // `!N <node> <nonce>`: the dialling node's claimed address (one write, so one chunk here).
+        if (pair.kind === "peer") pair.peer = chunk.toString("latin1", 0, 200).split(" ")[1];
+        if (this.#isCut(pair)) drop();
+      });
+      this.#pipe(client, upstream, "toServer", pair);
+      this.#pipe(upstream, client, "toClient", pair);
       client.resume();
     });
   }
 
-  #pipe(from: Socket, to: Socket, direction: ProxyDirection): void {
+  #isCut(pair: Pair): boolean {
+    if (pair.kind === "unknown") return false;
+    return pair.kind === this.#cutKind || (pair.peer !== undefined && this.#cutPeers.has(pair.peer));
+  }
+
+  #drop(pair: Pair): void {
+    this.#pairs.delete(pair);
+    pair.client.destroy();
+    pair.upstream.destroy();
+  }
+
+  #pipe(from: Socket, to: Socket, direction: ProxyDirection, pair: Pair): void {
     from.on("data", (chunk: Buffer) => {
+      if (this.#isCut(pair)) return;
       this.#bytes[direction] += chunk.length;
       const forward = () => {
         if (!to.destroyed) to.write(chunk);

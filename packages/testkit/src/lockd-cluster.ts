@@ -88,6 +88,19 @@ export class LockdCluster {
     this.proxies[i]!.cut();
   }
 
+  /**
+   * Partitions node i from its peers in both directions: the links into it (its proxy) and the links
+   * it dialled to the others (their proxies, by the address its handshake claims). With `clients`,
+   * clients cannot reach it either (its proxy stops listening); without, they still reach it through
+   * its proxy, and both sides may have an active. `heal()` ends it.
+   */
+  partition(i: number, { clients = false }: { clients?: boolean } = {}): void {
+    this.proxies[i]!.cut(clients ? "all" : "peers");
+    this.proxies.forEach((proxy, j) => {
+      if (j !== i) proxy.cutPeer(this.advertised(i));
+    });
+  }
+
   heal(): void {
     for (const proxy of this.proxies) proxy.heal();
   }

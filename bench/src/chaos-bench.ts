@@ -1,0 +1,240 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { createFenceTable, postgresStore } from "@lock/fence/postgres";
+import { LockdCluster } from "@lock/testkit";
+import pg from "pg";
+import { check, type FaultKind, failuresByKind, History, outages, steadyGaps } from "./chaos-history.js";
+import { FAULT_KINDS, MEASURED_ON_ANOTHER_NODE, Nemesis } from "./chaos-nemesis.js";
+import { seededRandom, Workload } from "./chaos-workers.js";
+import { percentile, printRow } from "./report.js";
+
+/**
+ * Chaos run: a 3-node lockd cluster at default timing (100 ms heartbeats, 500 ms peer timeout),
+ * workers doing acquire → fenced Postgres write → release while a nemesis stops, kills, restarts and
+ * partitions nodes; then a checker over the recorded history and the outage per fault kind.
+ *
+ *   pnpm bench:chaos [--seed N] [--duration SECONDS] [--workers N] [--keys N]
+ *   pnpm bench:chaos --ci       one seeded round of every fault kind (about a minute)
+ *   --verbose                   also one line per fault: where its longest gap was, around which nodes,
+ *                               and the nodes' log lines meanwhile; CHAOS_TRACE=<worker> prints that
+ *                               worker's connection events (stderr)
+ *
+ * Exits 1 if the checker finds a duplicate token, a per-key token decrease outside the documented
+ * two-active windows, a stale write accepted by the fence, or an operation that never settled.
+ * Pinning: lockd nodes on cpu 0, this process (workers, proxies) on cpu 1 (BENCH_NODE_CPUS and
+ * BENCH_LOAD_CPUS override; "none" leaves them unpinned). Postgres is the machine's shared one.
+ */
+const { values: args } = parseArgs({
+  options: {
+    seed: { type: "string" },
+    duration: { type: "string" },
+    workers: { type: "string" },
+    keys: { type: "string" },
+    ci: { type: "boolean", default: false },
+    verbose: { type: "boolean", default: false },
+  },
+});
+const seed = Number(args.seed ?? 1);
+const durationMs = Number(args.duration ?? (args.ci ? 60 : 600)) * 1_000;
+const workers = Number(args.workers ?? 36);
+const keys = Number(args.keys ?? 4);
+const LEASE_MS = 1_000;
+const WAIT_MS = 5_000;
+const PAUSE_PROBABILITY = 0.002;
+const STEADY_MS = 1_500;
+const DEFAULT_TIMING = ["--heartbeat-interval", "0.1", "--peer-timeout", "0.5"];
+const TARGETS: Partial<Record<FaultKind, string>> = {
+  stall: "first grant on the new active p99 <= 800 ms (peer timeout + 300)",
+  return: "gap p99 <= 100 ms",
+  kill: "first grant p99 <= 1000 ms",
+  handoff: "gap p99 <= 50 ms, 0 failed operations",
+};
+
+const cpus = (name: string, fallback: string) => {
+  const value = process.env[name] ?? fallback;
+  return value === "none" ? undefined : value;
+};
+const nodeCpus = cpus("BENCH_NODE_CPUS", "0");
+const loadCpus = cpus("BENCH_LOAD_CPUS", "1");
+if (loadCpus !== undefined)
+  execFileSync("taskset", ["-pc", loadCpus, String(process.pid)], { stdio: "ignore" });
+
+console.log(
+  `lockd chaos bench  node ${process.version}  ${new Date().toISOString()}  seed=${seed}  duration=${durationMs / 1000}s` +
+    `  workers=${workers}  keys=${keys}  lease=${LEASE_MS}ms  wait=${WAIT_MS}ms  pinning: nodes cpu ${nodeCpus ?? "-"}, load cpu ${loadCpus ?? "-"}`,
+);
+
+const suffix = randomBytes(4).toString("hex");
+const tables = {
+  fence: `chaos_${suffix}_fence`,
+  log: `chaos_${suffix}_log`,
+  control: `chaos_${suffix}_control`,
+};
+const pool = new pg.Pool({
+  connectionString: process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+  max: 16,
+});
+const history = new History();
+// The grants are timed in this process, which also runs the proxies: its own lag is the floor of
+// every gap measured.
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
+let cluster: LockdCluster | undefined;
+let exitCode = 0;
+try {
+  await createFenceTable(pool, tables.fence);
+  await pool.query(
+    `CREATE TABLE ${tables.log} (id bigserial PRIMARY KEY, key text NOT NULL, token numeric(20,0) NOT NULL)`,
+  );
+  await pool.query(`CREATE TABLE ${tables.control} (key text PRIMARY KEY, value bigint NOT NULL)`);
+  cluster = await LockdCluster.start({ nodes: 3, args: DEFAULT_TIMING });
+  const nemesis = new Nemesis(cluster, history, {
+    stallMs: 2_000,
+    partitionMs: 3_000,
+    steadyMs: STEADY_MS,
+    nodeCpus,
+  });
+  await nemesis.settled();
+  const workload = new Workload(
+    {
+      servers: cluster.proxies.map((proxy) => proxy.address),
+      workers,
+      keys,
+      leaseMs: LEASE_MS,
+      waitMs: WAIT_MS,
+      pauseProbability: PAUSE_PROBABILITY,
+      seed,
+      pool,
+      store: postgresStore({ pool, table: tables.fence }),
+      tables,
+    },
+    history,
+  );
+  workload.start();
+  const random = seededRandom(seed);
+  const started = performance.now();
+  // Whole rounds of every kind in a seeded order; --ci runs exactly one.
+  for (let round = 0; round === 0 || (!args.ci && performance.now() - started < durationMs); round++) {
+    const order = [...FAULT_KINDS].sort(() => random() - 0.5);
+    for (const kind of order) {
+      await new Promise((resolve) => setTimeout(resolve, STEADY_MS));
+      await nemesis.inject(kind);
+      if (!args.ci && performance.now() - started >= durationMs) break;
+    }
+  }
+  await new Promise((resolve) => setTimeout(resolve, STEADY_MS));
+  if (!(await workload.stop(15_000))) history.hung++;
+  report(nemesis, await fencedLog(), await controlSum());
+} catch (error) {
+  console.error(error);
+  exitCode = 2;
+} finally {
+  await cluster?.dispose();
+  await pool.query(`DROP TABLE IF EXISTS ${tables.log}, ${tables.control}, ${tables.fence}`).catch(() => {});
+  await pool.end();
+}
+process.exit(exitCode);
+
+async function fencedLog(): Promise<Array<{ key: string; token: bigint }>> {
+  const { rows } = await pool.query(`SELECT key, token::text AS token FROM ${tables.log} ORDER BY id`);
+  return rows.map((row: { key: string; token: string }) => ({ key: row.key, token: BigInt(row.token) }));
+}
+
+async function controlSum(): Promise<number> {
+  const { rows } = await pool.query(
+    `SELECT coalesce(sum(value), 0)::bigint::text AS total FROM ${tables.control}`,
+  );
+  return Number(rows[0].total);
+}
+
+/** Whole numbers as they are (printRow shows small numbers with three decimals). */
+function ms(value: number): string {
+  return Number.isFinite(value) ? String(Math.round(value)) : String(value);
+}
+
+function report(nemesis: Nemesis, log: Array<{ key: string; token: bigint }>, control: number): void {
+  console.log(
+    `\n# outages per fault kind (ms from the fault; gap = longest time with no grant until steady)`,
+  );
+  const all = outages(history, (kind) => MEASURED_ON_ANOTHER_NODE.has(kind));
+  const kinds = [...new Set(all.map((outage) => outage.fault.kind))];
+  const errors = failuresByKind(history);
+  for (const kind of kinds) {
+    const mine = all.filter((outage) => outage.fault.kind === kind);
+    const first = mine.map((outage) => outage.firstGrantMs).sort((a, b) => a - b);
+    const gaps = mine.map((outage) => outage.longestGapMs).sort((a, b) => a - b);
+    const failed = [...(errors.get(kind) ?? new Map()).values()].reduce((sum, n) => sum + n, 0);
+    printRow(kind, {
+      n: ms(mine.length),
+      first_grant_p50: ms(percentile(first, 50)),
+      first_grant_p99: ms(percentile(first, 99)),
+      gap_p50: ms(percentile(gaps, 50)),
+      gap_p99: ms(percentile(gaps, 99)),
+      failed_ops: ms(failed),
+      ...(TARGETS[kind] ? { target: TARGETS[kind]! } : {}),
+    });
+  }
+  const steady = steadyGaps(history, STEADY_MS - 200).sort((a, b) => a - b);
+  printRow("bench event-loop delay", {
+    p50_ms: ms(loopDelay.percentile(50) / 1e6),
+    p99_ms: ms(loopDelay.percentile(99) / 1e6),
+    max_ms: ms(loopDelay.max / 1e6),
+  });
+  printRow("steady (before each fault)", {
+    n: ms(steady.length),
+    gap_p50: ms(percentile(steady, 50)),
+    gap_p99: ms(percentile(steady, 99)),
+  });
+  if (args.verbose) {
+    for (const outage of all) {
+      printRow(`  ${outage.fault.kind} @${ms(outage.fault.startedAt)}`, {
+        first_grant: ms(outage.firstGrantMs),
+        gap: ms(outage.longestGapMs),
+        gap_at: ms(outage.gapAtMs),
+        nodes: `${outage.gapFrom ?? "-"}->${outage.gapTo ?? "-"}`,
+        healed_at: ms(outage.fault.healedAt - outage.fault.startedAt),
+        settled_at: ms(outage.fault.settledAt - outage.fault.startedAt),
+      });
+      const span = Math.max(outage.fault.settledAt - outage.fault.startedAt, outage.longestGapMs) + 100;
+      for (const line of nemesis.roleLog(outage.fault, span)) console.log(`      ${line}`);
+    }
+  }
+  console.log(`\n# errors by code (op:code), per fault kind`);
+  for (const [kind, codes] of errors) {
+    printRow(kind, Object.fromEntries([...codes].sort().map(([code, n]) => [code, ms(n)])));
+  }
+  const verdict = check(history, log);
+  const lostUpdates = history.controlIncrements - control;
+  console.log(`\n# checker`);
+  printRow("history", {
+    grants: ms(history.grants.length),
+    fenced_writes_accepted: ms(history.fencedWrites),
+    stale_writes_refused: ms(history.staleRefused),
+    failures: ms(history.failures.length),
+  });
+  printRow("safety", {
+    duplicate_tokens: ms(verdict.duplicateTokens),
+    token_decreases: ms(verdict.decreasing),
+    token_decreases_in_two_active_windows: ms(verdict.decreasingInWindows),
+    stale_writes_accepted: ms(verdict.staleAccepted),
+    hung_operations: ms(verdict.hung),
+    ok: verdict.ok ? "yes" : "NO",
+  });
+  for (const [earlier, later] of verdict.decreases) {
+    const fault = history.faults.findLast((f) => f.startedAt <= later.at);
+    printRow("  token decrease", {
+      key: later.key,
+      earlier: `${earlier.token}@${ms(earlier.at)} node ${earlier.node}`,
+      later: `${later.token}@${ms(later.at)} node ${later.node}`,
+      after: fault === undefined ? "-" : `${fault.kind}@${ms(fault.startedAt)}`,
+    });
+  }
+  printRow("unfenced control", {
+    overlapping_holders: ms(history.overlaps),
+    lost_updates: ms(lostUpdates),
+    faults_bite: history.overlaps > 0 || lostUpdates > 0 ? "yes" : "no",
+  });
+  if (!verdict.ok) exitCode = 1;
+}

@@ -1,0 +1,204 @@
+import { LockClient, type LockError } from "@lock/client";
+import { fence, StaleTokenError } from "@lock/fence";
+import type { PostgresStore } from "@lock/fence/postgres";
+import type pg from "pg";
+import { type History, nodeOf } from "./chaos-history.js";
+
+/**
+ * The chaos run's load: workers that each loop acquire → fenced Postgres write → unfenced
+ * read-modify-write of a control table → release, on a few shared keys, with their own LockClient
+ * (as separate processes would), and one probe worker that only acquires and releases a key of its
+ * own, as often as it can. A few critical sections pause past their lease, as a GC pause or a
+ * frozen VM would; nothing in them checks that the lock is still held, so only the fence protects
+ * the fenced table, and the control table shows what happens without it.
+ */
+export interface WorkloadOptions {
+  readonly servers: readonly string[];
+  readonly workers: number;
+  readonly keys: number;
+  readonly leaseMs: number;
+  readonly waitMs: number;
+  /** Chance that a critical section pauses past its lease. */
+  readonly pauseProbability: number;
+  readonly seed: number;
+  readonly pool: pg.Pool;
+  readonly store: PostgresStore;
+  readonly tables: { readonly log: string; readonly control: string };
+}
+
+// Past these, an operation counts as hung (it still counts if it settles later): acquire's own bound
+// is its wait plus the client's 2 s grace for a silent server; release retries for 5 s.
+const ACQUIRE_BOUND_EXTRA_MS = 3_000;
+const RELEASE_BOUND_MS = 6_000;
+const WRITE_BOUND_MS = 10_000;
+
+/** A small seeded PRNG (mulberry32): the same seed, the same choices. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** Prints one client's connection events (CHAOS_TRACE=<worker>), to see what it went through. */
+function trace(client: LockClient): void {
+  for (const name of ["connecting", "connect", "connectFailed", "disconnect", "redirect", "retry"] as const) {
+    client.on(name, (event) => {
+      const fields = Object.entries(event).map(
+        ([k, v]) => `${k}=${v instanceof Error ? v.message : String(v)}`,
+      );
+      console.error(`trace ${Math.round(performance.now())} ${name} ${fields.join(" ")}`);
+    });
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class Workload {
+  readonly #options: WorkloadOptions;
+  readonly #history: History;
+  readonly #clients: LockClient[] = [];
+  readonly #inside = new Map<string, number>();
+  #loops: Promise<void>[] = [];
+  #stopping = false;
+
+  constructor(options: WorkloadOptions, history: History) {
+    this.#options = options;
+    this.#history = history;
+  }
+
+  start(): void {
+    // A probe worker on a key of its own, without Postgres: a grant every round trip, so that a gap
+    // in grants measures the cluster, not the critical sections' length.
+    const probe = new LockClient({ servers: this.#options.servers });
+    this.#clients.push(probe);
+    this.#loops.push(this.#probeLoop(probe));
+    for (let worker = 0; worker < this.#options.workers; worker++) {
+      const client = new LockClient({ servers: this.#options.servers });
+      // Connections come and go under the nemesis; the history records what callers see.
+      client.on("lockLost", () => {});
+      if (process.env.CHAOS_TRACE === String(worker)) trace(client);
+      this.#clients.push(client);
+      const key = `chaos:${worker % this.#options.keys}`;
+      this.#loops.push(this.#loop(client, key, seededRandom(this.#options.seed * 1_000 + worker)));
+    }
+  }
+
+  /** Stops the loops; resolves false if some did not finish within `boundMs` (hung). */
+  async stop(boundMs: number): Promise<boolean> {
+    this.#stopping = true;
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      Promise.all(this.#loops).then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), boundMs))),
+    ]);
+    clearTimeout(timer);
+    await Promise.all(this.#clients.map((client) => client.close()));
+    return finished;
+  }
+
+  /**
+   * One worker on its own key: workers that picked keys at random would all end up queued behind a
+   * holder that paused (a convoy), and the whole load would stop with it.
+   */
+  async #loop(client: LockClient, key: string, random: () => number): Promise<void> {
+    const { leaseMs, waitMs, pauseProbability } = this.#options;
+    while (!this.#stopping) {
+      const lock = await this.#bounded("acquire", waitMs + ACQUIRE_BOUND_EXTRA_MS, () =>
+        client.acquire(key, { leaseMs, waitMs }),
+      );
+      if (lock === undefined) {
+        // Do not spin while the cluster has no active.
+        await sleep(20);
+        continue;
+      }
+      this.#history.grants.push({ at: performance.now(), key, token: lock.token, node: nodeOf(lock.token) });
+      const inside = (this.#inside.get(key) ?? 0) + 1;
+      this.#inside.set(key, inside);
+      if (inside > 1) this.#history.overlaps++;
+      try {
+        if (random() < pauseProbability) await sleep(leaseMs + 300);
+        await this.#bounded("write", WRITE_BOUND_MS, () => this.#fencedWrite(key, lock.token));
+        await this.#bounded("write", WRITE_BOUND_MS, () => this.#controlWrite(key));
+      } finally {
+        this.#inside.set(key, (this.#inside.get(key) ?? 1) - 1);
+      }
+      await this.#bounded("release", RELEASE_BOUND_MS, () => lock.release());
+    }
+  }
+
+  async #probeLoop(client: LockClient): Promise<void> {
+    const { leaseMs, waitMs } = this.#options;
+    while (!this.#stopping) {
+      const lock = await this.#bounded("acquire", waitMs + ACQUIRE_BOUND_EXTRA_MS, () =>
+        client.acquire("chaos-probe", { leaseMs, waitMs }),
+      );
+      if (lock === undefined) {
+        await sleep(20);
+        continue;
+      }
+      this.#history.grants.push({
+        at: performance.now(),
+        key: "chaos-probe",
+        token: lock.token,
+        node: nodeOf(lock.token),
+      });
+      await this.#bounded("release", RELEASE_BOUND_MS, () => lock.release());
+    }
+  }
+
+  async #fencedWrite(key: string, token: bigint): Promise<void> {
+    try {
+      await fence(this.#options.store, key, token, async (tx) => {
+        await tx.query(`INSERT INTO ${this.#options.tables.log} (key, token) VALUES ($1, $2)`, [
+          key,
+          token.toString(),
+        ]);
+      });
+      this.#history.fencedWrites++;
+    } catch (error) {
+      if (!(error instanceof StaleTokenError)) throw error;
+      this.#history.staleRefused++;
+    }
+  }
+
+  /** Read, then write what was read plus one: lost updates when two holders overlap. */
+  async #controlWrite(key: string): Promise<void> {
+    const { pool, tables } = this.#options;
+    const { rows } = await pool.query(`SELECT value FROM ${tables.control} WHERE key = $1`, [key]);
+    const value = Number(rows[0]?.value ?? 0);
+    await pool.query(
+      `INSERT INTO ${tables.control} (key, value) VALUES ($1, $2)
+       ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
+      [key, value + 1],
+    );
+    this.#history.controlIncrements++;
+  }
+
+  /** Runs `operation`, recording a failure by code and a hang past `boundMs`; undefined on failure. */
+  async #bounded<T>(
+    op: "acquire" | "write" | "release",
+    boundMs: number,
+    operation: () => Promise<T>,
+  ): Promise<T | undefined> {
+    let hung = false;
+    const watchdog = setTimeout(() => {
+      hung = true;
+      this.#history.hung++;
+    }, boundMs);
+    try {
+      return await operation();
+    } catch (error) {
+      const code = (error as Partial<LockError>).code ?? (error as Error).name;
+      this.#history.failures.push({ at: performance.now(), code: String(code), op });
+      return undefined;
+    } finally {
+      clearTimeout(watchdog);
+      if (hung) this.#history.failures.push({ at: performance.now(), code: "HUNG_BUT_SETTLED", op });
+    }
+  }
+}
