@@ -118,3 +118,9 @@ it("keeps test clocks and other packages' helpers out of @lock/server's exports"
   const index = readFileSync(join(root, "dist", "index.d.ts"), "utf8");
   expect(index).not.toMatch(/\b(DeadlineHeap|DeadlineEntry|ManualClock|formatAddress)\b/);
 });
+
+it("leaves the cluster simulator (a development tool) out of @lock/server", async () => {
+  const { files } = await unpack(tarballOf("@lock/server"));
+  expect(files.some((file) => file.includes("cluster/sim/"))).toBe(false);
+  expect(files.some((file) => file.endsWith("cluster/cluster.js"))).toBe(true);
+});

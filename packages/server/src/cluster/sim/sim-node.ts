@@ -14,9 +14,9 @@ import { PeerKey } from "../../net/peer-auth.js";
 import { LockNode } from "../../node.js";
 import { Cluster, type ClusterEvents } from "../cluster.js";
 import type { ClusterTiming } from "../membership.js";
-import { MemoryLink } from "../memory-link.js";
 import { PeerSession } from "../peer-session.js";
 import { Replicator } from "../replicator.js";
+import { MemoryLink } from "./memory-link.js";
 import type { Connection, ConnectionEnd, Host, Network } from "./network.js";
 import type { Scheduler } from "./scheduler.js";
 

@@ -1,10 +1,10 @@
 import type { TimerQueue } from "@lock/deadline-heap";
 import { isDecodeError, isPeerFrame, parseRequestLine } from "@lock/protocol";
-import type { ClusterLink, LinkEvents } from "./link.js";
-import type { Connection, Network } from "./sim/network.js";
+import type { ClusterLink, LinkEvents } from "../link.js";
+import type { Connection, Network } from "./network.js";
 
 /**
- * A ClusterLink over the simulated network (sim/network.ts): what PeerLink does over a socket,
+ * A ClusterLink over the simulated network (network.ts): what PeerLink does over a socket,
  * without the handshake (hosts of the simulated network are who they say they are). It dials, sends
  * `hello()` once connected, passes acknowledgements on, and redials `retryMs` after a failed dial or
  * a close. Disconnects, delays, cuts and resets come from the network.
