@@ -1,0 +1,78 @@
+/** The lock engine's contract types: its events, journal, limits, inputs and outcomes (engine.ts). */
+export interface EngineEvents<P> {
+  /** A queued acquire was granted: the key was released or its lease expired. */
+  granted(payload: P, key: string, token: bigint, id: string | undefined, waitedMs: number): void;
+  /** A queued acquire's wait ran out; it was removed and will never be granted. */
+  timedOut(payload: P, key: string, id: string | undefined): void;
+}
+
+/** Every change to the holder table, in order: what the cluster replicates to standbys. */
+export interface EngineJournal {
+  /** `deadline` is the lease's end on the engine's clock (the replicator folds with it). */
+  grant(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline: number): void;
+  free(key: string, token: bigint, cause: "release" | "expiry"): void;
+  /** `id` is the holder's (unchanged by an extension): a standby that is behind is sent whole states. */
+  extend(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline: number): void;
+}
+
+/** See `LockEngine.ownership`. */
+export type Ownership = "holder" | "not-owner" | "stale";
+
+export interface EngineLimits {
+  /** Queued acquires per key; more get `TOO_MANY_WAITERS`. */
+  readonly maxWaitersPerKey: number;
+  /** Keys held at once; an acquire of another key gets `TOO_MANY_KEYS`. */
+  readonly maxKeys: number;
+}
+
+export const DEFAULT_ENGINE_LIMITS: EngineLimits = { maxWaitersPerKey: 10_000, maxKeys: 5_000_000 };
+
+export interface AcquireInput<P> {
+  readonly key: string;
+  readonly leaseMs: number;
+  /** 0 waits forever. */
+  readonly waitMs: number;
+  readonly id?: string | undefined;
+  readonly payload: P;
+}
+
+export type AcquireOutcome<P> =
+  /** `replayed`: a retry of the acquire that already holds the key (same id): same token. */
+  | { readonly status: "granted"; readonly token: bigint; readonly replayed: boolean }
+  /** Queued. `displaced`: the payload of an earlier try of the same id, whose place this one took. */
+  | { readonly status: "queued"; readonly displaced: P | undefined }
+  | { readonly status: "rejected"; readonly code: "TOO_MANY_WAITERS" | "TOO_MANY_KEYS" };
+
+export type TryAcquireOutcome =
+  | { readonly status: "granted"; readonly token: bigint; readonly replayed: boolean }
+  | { readonly status: "busy" }
+  | { readonly status: "rejected"; readonly code: "TOO_MANY_KEYS" };
+
+/** One held key as `listHeld` returns it. */
+export interface HeldKey {
+  readonly key: string;
+  readonly token: bigint;
+  readonly remainingMs: number;
+  readonly waiters: number;
+  /** The holding session's label (lockd: the connection's remote address); undefined if replicated. */
+  readonly holder: string | undefined;
+}
+
+export interface ListHeldInput {
+  /** Only keys that start with this. */
+  readonly prefix: string;
+  /** Only keys after this one (the last key of the previous page). */
+  readonly after: string | undefined;
+  readonly limit: number;
+}
+
+export interface EngineCounters {
+  grants: number;
+  handoffs: number;
+  releases: number;
+  staleReleases: number;
+  extensions: number;
+  expiries: number;
+  timeouts: number;
+  cancels: number;
+}
