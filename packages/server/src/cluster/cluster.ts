@@ -84,7 +84,10 @@ export class Cluster implements PeerSessionHandler {
             epoch: this.#node.epoch,
             highest: this.#node.epochs.highest,
           }),
-        onConnect: (connected) => this.#replicator.disconnected(connected),
+        onConnect: (connected) => {
+          this.#replicator.disconnected(connected);
+          this.membership.reachable(peer);
+        },
         onDisconnect: (gone) => this.#replicator.disconnected(gone),
         onAck: (from, seq) => {
           // Nothing past what this node has sent can be acknowledged.
@@ -125,7 +128,14 @@ export class Cluster implements PeerSessionHandler {
       const successor = await this.#syncedSuccessor();
       if (successor) await this.#roles.handoff(successor, "shutdown");
     }
-    for (const link of this.#links.values()) link.close();
+    // A last heartbeat tells every peer this node is no longer the active (and names its
+    // successor), so none vouches for it to the successor as if it still were: see
+    // Membership.steppedDown.
+    if (this.#node.role === "standby") this.#sendHeartbeat();
+    for (const link of this.#links.values()) {
+      link.flush();
+      link.close();
+    }
     this.#reports.flush();
   }
 
@@ -235,7 +245,7 @@ export class Cluster implements PeerSessionHandler {
         // It follows us from here, with the snapshot the promotion sends: its next heartbeat
         // ("standby") is no step down from active that would need another one.
         const from = this.membership.peerByAddress(session.peer);
-        if (from) this.membership.assumeRole(from, "standby");
+        if (from) this.membership.steppedDown(from);
         // The old active's knowledge is this node's now (`!O` carries its highest epoch): informed.
         this.#roles.promote("handoff", true);
         // Acknowledge at once: the old active redirects its clients only after this.
@@ -286,19 +296,7 @@ export class Cluster implements PeerSessionHandler {
   #tick(): void {
     this.guardStall();
     this.#stall.ticked(this.#node.clock.now());
-    const heardActive =
-      this.#node.role === "active" ? this.membership.selfAddress : this.membership.liveActive()?.address;
-    const heartbeat = encodePeer({
-      peer: "B",
-      node: this.membership.selfAddress,
-      // While handing off this node no longer serves: the successor must not see a rival active.
-      role: this.#roles.handingOff ? "standby" : this.#node.role,
-      epoch: this.#node.epoch,
-      // Only an active this node hears itself (or itself): see Membership.vouchedActive.
-      ...(heardActive ? { active: heardActive } : {}),
-      highest: this.#node.epochs.highest,
-    });
-    for (const link of this.#links.values()) link.send(heartbeat);
+    this.#sendHeartbeat();
     this.#reportLiveness();
     if (this.#node.role === "standby" && !this.#roles.busy) {
       this.#follow((this.membership.liveActive() ?? this.membership.vouchedActive())?.address);
@@ -318,6 +316,22 @@ export class Cluster implements PeerSessionHandler {
     // A held active steps down or moves above a rival at once, but hands off only once confirmed.
     if (!(held && decision.action === "handoff")) this.#roles.act(decision);
     if (held && this.#node.role === "active" && this.#stall.confirmed()) this.#node.release("stall");
+  }
+
+  #sendHeartbeat(): void {
+    const heardActive =
+      this.#node.role === "active" ? this.membership.selfAddress : this.membership.liveActive()?.address;
+    const heartbeat = encodePeer({
+      peer: "B",
+      node: this.membership.selfAddress,
+      // While handing off this node no longer serves: the successor must not see a rival active.
+      role: this.#roles.handingOff ? "standby" : this.#node.role,
+      epoch: this.#node.epoch,
+      // Only an active this node hears itself (or itself): see Membership.vouchedActive.
+      ...(heardActive ? { active: heardActive } : {}),
+      highest: this.#node.epochs.highest,
+    });
+    for (const link of this.#links.values()) link.send(heartbeat);
   }
 
   /**

@@ -165,4 +165,58 @@ describe("Membership: who is active", () => {
       action: "promote",
     });
   });
+
+  it("hearsay that a node which handed off to this one is still active does not demote it (handoff race)", () => {
+    const { clock, m } = membership("b:1");
+    clock.advance(600);
+    m.heard("a:1", "active", 1n, "a:1");
+    m.heard("c:1", "standby", 1n, "a:1");
+    // a:1 hands off to b:1 and stops; c:1 has not heard of it and still names a:1 for a while.
+    m.steppedDown(m.peerByAddress("a:1")!);
+    clock.advance(450);
+    m.heard("c:1", "standby", 1n, "a:1");
+    clock.advance(100);
+    // b:1 no longer hears a:1 (its last heartbeat is older than the timeout); c:1's view is older still.
+    expect(m.isLive(m.peerByAddress("a:1")!)).toBe(false);
+    expect(m.vouchedActive()).toBeUndefined();
+    expect(m.decide({ role: "active", epoch: 2n, highestKnown: 2n, busy: false }, never)).toEqual({
+      action: "none",
+    });
+    // Long after the handoff, a node still vouched for is one that became active again: b:1 defers.
+    clock.advance(1_000);
+    m.heard("c:1", "standby", 3n, "a:1");
+    expect(m.decide({ role: "active", epoch: 2n, highestKnown: 3n, busy: false }, never)).toMatchObject({
+      action: "demote",
+      to: { address: "a:1" },
+    });
+    // Heard directly as the active, it is one at once.
+    const fresh = membership("b:1");
+    fresh.m.steppedDown(fresh.m.peerByAddress("a:1")!);
+    fresh.m.heard("a:1", "active", 5n, "a:1");
+    expect(fresh.m.decide({ role: "active", epoch: 2n, highestKnown: 5n, busy: false }, never)).toMatchObject(
+      {
+        action: "demote",
+      },
+    );
+  });
+
+  it("a starting node whose link reaches a peer it has not heard yet listens one more peer timeout for it", () => {
+    const { clock, m } = membership("a:1");
+    const standby = { role: "standby" as const, epoch: 1n, highestKnown: 1n, busy: false };
+    // a:1 restarts; its link to b:1 (the active) connects late in the listening period, and b:1's own
+    // link back to a:1 (which carries b:1's heartbeats) is not up yet.
+    clock.advance(400);
+    m.reachable(m.peerByAddress("b:1")!);
+    clock.advance(200);
+    expect(m.decide(standby, never)).toEqual({ action: "none" });
+    m.heard("b:1", "active", 2n, "b:1");
+    expect(m.decide(standby, never)).toEqual({ action: "none" });
+    // Once per peer: a link that keeps reconnecting to a silent peer does not hold a promotion forever.
+    const { clock: later, m: alone } = membership("a:1");
+    later.advance(400);
+    alone.reachable(alone.peerByAddress("b:1")!);
+    later.advance(500);
+    alone.reachable(alone.peerByAddress("b:1")!);
+    expect(alone.decide(standby, never)).toEqual({ action: "promote" });
+  });
 });

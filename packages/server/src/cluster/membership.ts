@@ -26,6 +26,8 @@ export interface PeerState {
   epoch: bigint;
   /** The active this peer knows of. */
   active: string | undefined;
+  /** When this peer handed the active role to this node (`steppedDown`), if it did. */
+  steppedDownAt: number | undefined;
 }
 
 /** This node's own state, as `decide` needs it. */
@@ -64,6 +66,8 @@ export class Membership {
   #listenUntil: number;
   /** Peers last reported live by `livenessChanges`. */
   readonly #reportedLive = new Set<number>();
+  /** Peers whose reachable link already extended the listening period (once each). */
+  readonly #waitedFor = new Set<number>();
 
   constructor(addresses: readonly string[], self: string, timing: ClusterTiming, clock: Clock) {
     const index = addresses.indexOf(self);
@@ -80,6 +84,7 @@ export class Membership {
       role: undefined,
       epoch: 0n,
       active: undefined,
+      steppedDownAt: undefined,
     }));
   }
 
@@ -134,6 +139,31 @@ export class Membership {
   }
 
   /**
+   * `peer` handed the active role to this node: it is a standby from now on (see `assumeRole`), and
+   * for a while hearsay that it is active is stale. A third node that heard its last "active"
+   * heartbeat keeps naming it until that heartbeat is a peer timeout old, which can outlast this
+   * node's own view of it once it stops (it exits after a handoff): that hearsay must not demote the
+   * successor, which would drop every holder it was handed.
+   */
+  steppedDown(peer: PeerState): void {
+    this.assumeRole(peer, "standby");
+    peer.steppedDownAt = this.#clock.now();
+  }
+
+  /**
+   * Whether hearsay naming `peer` as active may predate its handoff to this node: the last "active"
+   * heartbeat it sent (before the handoff) lives at most one peer timeout at a third node, plus a
+   * heartbeat interval before that node repeats it and the time on the wire; twice the peer timeout
+   * covers both.
+   */
+  #handedOffRecently(peer: PeerState): boolean {
+    return (
+      peer.steppedDownAt !== undefined &&
+      this.#clock.now() - peer.steppedDownAt < 2 * this.timing.peerTimeoutMs
+    );
+  }
+
+  /**
    * Peers whose liveness changed since the last call, once per change. Right after a stall every
    * peer looks silent until this node reads its sockets again: losses are reported only once the
    * listening period is over.
@@ -177,8 +207,9 @@ export class Membership {
             : this.peerByAddress(peer.active);
       if (named === undefined || named.index === this.self) continue;
       // What this node hears itself beats hearsay: a node it hears as a standby (it just handed
-      // off, say) is not an active, whatever a peer last heard from it.
-      if (named.role !== "active" && this.isLive(named)) continue;
+      // off, say) is not an active, whatever a peer last heard from it; nor is one that handed off
+      // to this node and stopped, until a third node's memory of it as active has run out.
+      if (named.role !== "active" && (this.isLive(named) || this.#handedOffRecently(named))) continue;
       if (best === undefined || named.index < best.index) best = named;
     }
     return best;
@@ -187,6 +218,19 @@ export class Membership {
   /** The live active with the highest priority other than this node, if any. */
   liveActive(): PeerState | undefined {
     return this.peers.find((peer) => peer.index !== this.self && peer.role === "active" && this.isLive(peer));
+  }
+
+  /**
+   * This node's own link to `peer` is up (its handshake proved the peer is running), but the peer
+   * has not been heard since start: its heartbeats come on its link to this node, which it redials
+   * only now that this node is back. A node that just restarted and promoted before hearing a live
+   * active would make that active step down and drop every holder it has, so it listens one more
+   * peer timeout for such a peer (once per peer, so a silent one delays a promotion only once).
+   */
+  reachable(peer: PeerState): void {
+    if (peer.lastHeardAt !== undefined || this.#waitedFor.has(peer.index)) return;
+    this.#waitedFor.add(peer.index);
+    this.#listenUntil = Math.max(this.#listenUntil, this.#clock.now() + this.timing.peerTimeoutMs);
   }
 
   /**

@@ -9,6 +9,7 @@ import {
   splitAddress,
 } from "@lock/protocol";
 import { SocketWriter } from "@lock/socket-io";
+import { endWithLinger } from "../net/close.js";
 import { PeerKey, type PeerTranscript } from "../net/peer-auth.js";
 import type { ClusterLink, LinkEvents, LinkFactory } from "./link.js";
 
@@ -86,10 +87,12 @@ export class PeerLink implements ClusterLink {
     this.#socket?.destroy();
   }
 
+  /** Stops redialling and ends the connection once what was sent (a last heartbeat) is out. */
   close(): void {
     this.#closed = true;
     if (this.#retry) clearTimeout(this.#retry);
-    this.#socket?.destroy();
+    this.#flush();
+    if (this.#socket) endWithLinger(this.#socket);
   }
 
   #dial(): void {
