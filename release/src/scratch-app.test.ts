@@ -1,76 +1,97 @@
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { LockdProcess, REPO_ROOT } from "@lock/testkit";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { exampleAfter } from "./markdown.js";
+import { blockAfter, documentedInstalls, documentedOutput, exampleAfter } from "./markdown.js";
 import { PrivateRedis } from "./redis-server.js";
+import { run, ScratchApp } from "./scratch-app.js";
 
 /**
- * A new user's app: a folder outside the workspace that `npm install`s the packed tarballs and the
- * drivers from the registry, then runs the READMEs' examples as they are written (the lockd
- * addresses aside) against a real lockd, PostgreSQL and Redis, under the Node flags some CI setups
- * use: a deprecated API anywhere is fatal.
+ * A new user's app (scratch-app.ts) that installs the packed tarballs and what the READMEs' install
+ * lines say, then runs the READMEs' examples as they are written (the lockd addresses aside) against
+ * a real lockd, PostgreSQL and Redis, under `--pending-deprecation --throw-deprecation`.
  */
-const run = promisify(execFile);
-const STRICT = "--pending-deprecation --throw-deprecation";
 const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const packed = inject("packed");
+const README = join(REPO_ROOT, "README.md");
+const FENCE_README = join(REPO_ROOT, "packages", "fence", "README.md");
 
-let app: string;
+const app = new ScratchApp();
 let lockd: LockdProcess;
-let redis: PrivateRedis;
+const redises: PrivateRedis[] = [];
 /**
- * The examples' tables have fixed names (`orders`, `lock_fence`…) and the database is shared: each
- * example gets a schema of its own, first on its search path, dropped at the end.
+ * The examples' tables have fixed names (`orders`, `lock_fence`…) and the database is shared with
+ * other runs: each test gets a schema of its own, first on its search path, dropped at the end.
  */
 const schemaPrefix = `scratch_app_${randomBytes(4).toString("hex")}`;
 const schemas: string[] = [];
-let examples = 0;
 
-/**
- * Runs `code` as an ES module in the app folder (so imports resolve to what npm installed), with
- * PG_URL pointing into `schema` when one is given; its stdout.
- */
-async function runInApp(code: string, schema?: string): Promise<string> {
-  const file = join(app, `example-${++examples}.mjs`);
-  writeFileSync(file, code);
+/** Runs `code` in the app with PG_URL pointing into `schema` (PG_URL itself without one). */
+function runInApp(code: string, { schema, redisUrl }: { schema?: string; redisUrl?: string } = {}) {
   const pgUrl = new URL(PG_URL);
   if (schema !== undefined) pgUrl.searchParams.set("options", `-c search_path=${schema}`);
-  const { stdout } = await run(process.execPath, [file], {
-    cwd: app,
-    env: {
-      PATH: process.env.PATH ?? "",
-      NODE_OPTIONS: STRICT,
-      PG_URL: pgUrl.toString(),
-      REDIS_URL: redis.url,
-    },
-  });
-  return stdout;
+  return app.run(code, { PG_URL: pgUrl.toString(), ...(redisUrl ? { REDIS_URL: redisUrl } : {}) });
 }
 
-/** Runs one statement on PG_URL itself (outside any example's schema), with the app's pg. */
-async function onTheDatabase(sql: string): Promise<void> {
-  await runInApp(`
-    import pg from "pg";
+/** Runs one statement with the app's pg. */
+async function query(sql: string, schema?: string): Promise<Array<Record<string, unknown>>> {
+  const stdout = await runInApp(
+    `import pg from "pg";
     const client = new pg.Client(process.env.PG_URL);
     await client.connect();
-    await client.query(${JSON.stringify(sql)});
-    await client.end();
-  `);
+    const { rows } = await client.query(${JSON.stringify(sql)});
+    console.log(JSON.stringify(rows));
+    await client.end();`,
+    schema === undefined ? {} : { schema },
+  );
+  return JSON.parse(stdout);
 }
 
 async function freshSchema(): Promise<string> {
   const schema = `${schemaPrefix}_${schemas.length}`;
   schemas.push(schema);
-  await onTheDatabase(`CREATE SCHEMA ${schema}`);
+  await query(`CREATE SCHEMA ${schema}`);
   return schema;
 }
 
-const fenceReadme = join(REPO_ROOT, "packages", "fence", "README.md");
+/** Every documented example that runs on its own, in the order the READMEs show them. */
+const EXAMPLES = [
+  { label: "README: Usage", path: README, heading: "Usage" },
+  { label: "fence README: memory store", path: FENCE_README, heading: "Memory store" },
+  { label: "fence README: Postgres", path: FENCE_README, heading: "Postgres" },
+  { label: "fence README: Redis", path: FENCE_README, heading: "Redis" },
+  { label: "fence README: Fastify", path: FENCE_README, heading: "Fastify" },
+];
+
+/**
+ * Runs `examples` one after the other in ONE database (one schema, one Redis), as a reader trying
+ * them in that order would, each printing what its comments say, then checks what they left there.
+ */
+async function runInOneDatabase(examples: typeof EXAMPLES): Promise<void> {
+  const schema = await freshSchema();
+  const redis = await PrivateRedis.start();
+  redises.push(redis);
+  for (const { label, path, heading } of examples) {
+    const example = exampleAfter(path, heading);
+    // The Usage example's servers are placeholders: point them at the test's lockd.
+    const code = example.replace(/servers: \[[^\]]*\]/, `servers: [${JSON.stringify(lockd.address)}]`);
+    expect(code === example, `${label}: lockd addresses`).toBe(!example.includes("servers: ["));
+    const printed = (await runInApp(code, { schema, redisUrl: redis.url })).split("\n").slice(0, -1);
+    const documented = documentedOutput(blockAfter(path, heading).source);
+    expect(printed, label).toEqual(
+      documented.map((line) => (line ? expect.stringMatching(line) : expect.any(String))),
+    );
+  }
+  expect(await query("SELECT id, status FROM orders", schema)).toEqual([{ id: 42, status: "paid" }]);
+  const fences = await query("SELECT resource, token::text FROM lock_fence ORDER BY resource", schema);
+  // The examples' own tokens (34) and the Usage example's real one from lockd, far above them.
+  expect(fences).toEqual([
+    { resource: "accounts:7", token: "34" },
+    { resource: "invoices:7", token: "34" },
+    { resource: "orders:42", token: expect.stringMatching(/^[1-9][0-9]{5,}$/) },
+  ]);
+}
 
 /**
  * A user's TypeScript, against every entry point: the public API type-checks, and the internals
@@ -106,63 +127,89 @@ export const parts = [DeadlineHeap, ManualClock, StaleTokenError, fencePlugin, f
   redisStore, formatAddress, RequestDecoder, LockServer, SocketWriter, useFastIo];
 `;
 
+/** Type-checks the consumer and the READMEs' TypeScript examples as they are written, strictly. */
+function typeCheck(): Promise<unknown> {
+  const files = {
+    "consumer.ts": CONSUMER,
+    "readme-usage.ts": blockAfter(README, "Usage", ["ts"]).source,
+    "fence-readme-fastify.ts": blockAfter(FENCE_README, "Fastify", ["ts"]).source,
+  };
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(app.folder, name), text);
+  writeFileSync(
+    join(app.folder, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        target: "ES2022",
+        lib: ["ES2023"],
+        types: ["node"],
+        strict: true,
+        skipLibCheck: false,
+        noEmit: true,
+      },
+      files: Object.keys(files),
+    }),
+  );
+  // The workspace's compiler, the app's node_modules: what a user's `tsc` sees.
+  return run(join(REPO_ROOT, "node_modules", ".bin", "tsc"), ["-p", join(app.folder, "tsconfig.json")], {
+    cwd: app.folder,
+  });
+}
+
 beforeAll(async () => {
-  app = mkdtempSync(join(tmpdir(), "lock-scratch-app-"));
-  // The driver versions the fence package is tested with.
+  // Every tarball, and exactly the drivers the READMEs' install lines name, in the versions the
+  // fence package is tested with.
   const fence = JSON.parse(readFileSync(join(REPO_ROOT, "packages", "fence", "package.json"), "utf8"));
-  const driverVersion = (name: string): string => fence.dependencies?.[name] ?? fence.devDependencies[name];
   const root = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+  const versionOf = (name: string): string => {
+    const tarball = packed.find((entry) => entry.name === name)?.tarball;
+    const version = tarball ? `file:${tarball}` : (fence.dependencies?.[name] ?? fence.devDependencies[name]);
+    if (version === undefined)
+      throw new Error(`a README installs ${name}, which the fence package is not tested with`);
+    return version;
+  };
+  const installs = [...documentedInstalls(README, "Usage"), ...documentedInstalls(FENCE_README, "Install")];
+  const entries = (dev: boolean) =>
+    installs.filter((entry) => entry.dev === dev).map(({ name }) => [name, versionOf(name)]);
   const dependencies = Object.fromEntries([
     ...packed.map(({ name, tarball }) => [name, `file:${tarball}`]),
-    ...["pg", "ioredis", "fastify", "fastify-plugin", "@types/pg"].map((name) => [name, driverVersion(name)]),
-    // For the TypeScript consumer below.
+    ...entries(false),
+  ]);
+  // For the TypeScript consumer: a Node app's own choice, not something the READMEs ask for.
+  const devDependencies = Object.fromEntries([
+    ...entries(true),
     ["@types/node", root.devDependencies["@types/node"]],
   ]);
-  writeFileSync(
-    join(app, "package.json"),
-    JSON.stringify({ name: "scratch-app", private: true, type: "module", dependencies }, null, 2),
-  );
-  // Drivers come from the npm cache when it has them; only the npm registry is needed otherwise.
-  await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], {
-    cwd: app,
-  });
-  [lockd, redis] = await Promise.all([LockdProcess.start(), PrivateRedis.start()]);
+  await app.install(dependencies, devDependencies);
+  lockd = await LockdProcess.start();
 });
 
 afterAll(async () => {
-  for (const schema of schemas) await onTheDatabase(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await Promise.all([lockd?.dispose(), redis?.stop()]);
-  if (app !== undefined) rmSync(app, { recursive: true, force: true });
+  for (const schema of schemas) await query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await Promise.all([lockd?.dispose(), ...redises.map((redis) => redis.stop())]);
+  app.dispose();
 });
 
 describe("the packed packages in an app of their own", () => {
   it("installs with every internal dependency resolved to a tarball (no workspace: left)", () => {
-    const lockfile = JSON.parse(readFileSync(join(app, "package-lock.json"), "utf8"));
+    const lockfile = JSON.parse(readFileSync(join(app.folder, "package-lock.json"), "utf8"));
     const installed = Object.keys(lockfile.packages).filter((path) => path.startsWith("node_modules/@lock/"));
     expect(installed.sort()).toEqual(packed.map(({ name }) => `node_modules/${name}`).sort());
   });
 
-  it("type-checks a TypeScript app against the packed declarations (strict, skipLibCheck off)", async () => {
-    writeFileSync(join(app, "consumer.ts"), CONSUMER);
-    writeFileSync(
-      join(app, "tsconfig.json"),
-      JSON.stringify({
-        compilerOptions: {
-          module: "NodeNext",
-          moduleResolution: "NodeNext",
-          target: "ES2022",
-          lib: ["ES2023"],
-          types: ["node"],
-          strict: true,
-          skipLibCheck: false,
-          noEmit: true,
-        },
-        files: ["consumer.ts"],
-      }),
-    );
-    // The workspace's compiler, the app's node_modules: what a user's `tsc` sees.
-    const tsc = join(REPO_ROOT, "node_modules", ".bin", "tsc");
-    await expect(run(tsc, ["-p", join(app, "tsconfig.json")], { cwd: app })).resolves.toBeDefined();
+  it("type-checks a TypeScript app and the READMEs' TypeScript examples with what the READMEs install (strict, skipLibCheck off)", async () => {
+    await expect(typeCheck()).resolves.toBeDefined();
+  });
+
+  it("fails that type check with TS7016 without @types/pg: why the install lines name it", async () => {
+    const types = join(app.folder, "node_modules", "@types", "pg");
+    renameSync(types, `${types}-hidden`);
+    try {
+      await expect(typeCheck()).rejects.toMatchObject({ stdout: expect.stringMatching(/TS7016: .*'pg'/) });
+    } finally {
+      renameSync(`${types}-hidden`, types);
+    }
   });
 
   it("imports @lock/client, and locks through it, under --pending-deprecation --throw-deprecation", async () => {
@@ -176,40 +223,11 @@ describe("the packed packages in an app of their own", () => {
     expect(stdout).toBe("bigint true\n");
   });
 
-  it("runs the README's usage example (client, fence, Postgres) against lockd", async () => {
-    // The example creates its own tables: it runs as it stands, in an empty schema.
-    const schema = await freshSchema();
-    const example = exampleAfter(join(REPO_ROOT, "README.md"), "Usage");
-    const pointed = example.replace(/servers: \[[^\]]*\]/, `servers: [${JSON.stringify(lockd.address)}]`);
-    expect(pointed).not.toBe(example);
-    await runInApp(pointed, schema);
-    const check = `
-      import pg from "pg";
-      const pool = new pg.Pool({ connectionString: process.env.PG_URL });
-      const orders = await pool.query("SELECT status FROM orders WHERE id = 42");
-      const fences = await pool.query("SELECT resource FROM lock_fence");
-      console.log(JSON.stringify([orders.rows, fences.rows]));
-      await pool.end();
-    `;
-    expect(JSON.parse(await runInApp(check, schema))).toEqual([
-      [{ status: "paid" }],
-      [{ resource: "orders:42" }],
-    ]);
+  it("runs the README's and the fence README's examples one after the other in one database, as documented", async () => {
+    await runInOneDatabase(EXAMPLES);
   });
 
-  it("runs the fence README's Postgres example", async () => {
-    const stdout = await runInApp(exampleAfter(fenceReadme, "Postgres"), await freshSchema());
-    expect(stdout).toMatch(/^balance now 90\nrefused: /);
-  });
-
-  it("runs the fence README's Redis example", async () => {
-    const stdout = await runInApp(exampleAfter(fenceReadme, "Redis"));
-    expect(stdout).toContain("fenceKey: '7'");
-  });
-
-  it("runs the fence README's Fastify example", async () => {
-    // Its store may be Postgres (tables of its own) or memory.
-    const stdout = await runInApp(exampleAfter(fenceReadme, "Fastify"), await freshSchema());
-    expect(stdout).toMatch(/^200 .*\n409 /);
+  it("runs them in the opposite order in one database, as documented", async () => {
+    await runInOneDatabase([...EXAMPLES].reverse());
   });
 });

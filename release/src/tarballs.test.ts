@@ -124,3 +124,11 @@ it("leaves the cluster simulator (a development tool) out of @lock/server", asyn
   expect(files.some((file) => file.includes("cluster/sim/"))).toBe(false);
   expect(files.some((file) => file.endsWith("cluster/cluster.js"))).toBe(true);
 });
+
+it("declares @types/pg an optional peer of @lock/fence, like pg: the postgres declarations use its types", async () => {
+  const { root } = await unpack(tarballOf("@lock/fence"));
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  expect(manifest.peerDependencies["@types/pg"]).toBe(manifest.peerDependencies.pg);
+  expect(manifest.peerDependenciesMeta["@types/pg"]).toEqual({ optional: true });
+  expect(readFileSync(join(root, "dist", "postgres", "store.d.ts"), "utf8")).toMatch(/from "pg"/);
+});

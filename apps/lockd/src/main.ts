@@ -8,6 +8,7 @@ import { startAdmin } from "./admin.js";
 import { AuthFailureLog } from "./auth-failure-log.js";
 import { ClusterLog } from "./cluster-log.js";
 import { parseConfig, usage } from "./config.js";
+import { checkDataDir } from "./data-dir.js";
 import { LockdMetrics } from "./metrics.js";
 import { StatusHistory } from "./status-history.js";
 
@@ -17,6 +18,7 @@ async function main(): Promise<void> {
   let parsed: ReturnType<typeof parseConfig>;
   try {
     parsed = parseConfig(process.argv.slice(2), process.env);
+    if (!parsed.help && !parsed.version) checkDataDir(parsed.config.dataDir);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`lockd: ${error.message}\nrun lockd --help for the flags\n`);

@@ -30,6 +30,11 @@ const STATUS_BY_CODE = {
   FENCE_PLUGIN_REGISTERED: 500,
   /** An adapter or plugin was given unusable options. */
   FENCE_BAD_OPTIONS: 500,
+  /**
+   * A programmer error in a call: a store that is not a FenceStore, a write that is not a function, a
+   * database handle without query(), no lock.
+   */
+  FENCE_BAD_ARGUMENT: 500,
 } as const;
 
 export type FenceErrorCode = keyof typeof STATUS_BY_CODE;

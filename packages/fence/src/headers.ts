@@ -2,6 +2,7 @@
  * The HTTP half shared by clients and servers: the header name, a helper that sets it from a held lock,
  * and the parser the Fastify plugin uses. No Fastify import, so HTTP clients can use it alone.
  */
+import { kindOf } from "./arguments.js";
 import { FenceError } from "./errors.js";
 import { parseToken } from "./token.js";
 
@@ -10,6 +11,12 @@ export const FENCING_TOKEN_HEADER = "fencing-token";
 
 /** Request headers carrying the lock's token, e.g. `fetch(url, { headers: fencingHeaders(lock) })`. */
 export function fencingHeaders(lock: { readonly token: bigint }): { "fencing-token": string } {
+  if (typeof lock !== "object" || lock === null) {
+    throw new FenceError(
+      "FENCE_BAD_ARGUMENT",
+      `fencingHeaders() needs a lock (with a token), got ${kindOf(lock)}`,
+    );
+  }
   return { [FENCING_TOKEN_HEADER]: parseToken(lock.token).toString() };
 }
 

@@ -24,7 +24,7 @@ export class MemoryStore implements FenceStore<MemoryFenceTx> {
   readonly #mutex = new KeyedMutex();
 
   async fence<T>(resource: string, token: bigint, write: FenceWrite<MemoryFenceTx, T>): Promise<Awaited<T>> {
-    const checked = checkFenceInput(resource, token);
+    const checked = checkFenceInput(resource, token, write);
     return this.#mutex.run(resource, async (): Promise<Awaited<T>> => {
       const previousToken = this.#accepted.get(resource);
       if (previousToken !== undefined && checked < previousToken) {

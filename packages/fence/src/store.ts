@@ -23,7 +23,8 @@ export interface FenceStore<Tx> {
    * If `write` throws, its error is rethrown unchanged and the token is not advanced.
    *
    * A store must not trust its inputs: it can be called without fence(), from plain JavaScript, with
-   * any value. Run checkFenceInput(resource, token) first, as fence() does, and use what it returns.
+   * any value. Run checkFenceInput(resource, token, write) first, as fence() does, and use the token it
+   * returns.
    */
   fence<T>(resource: string, token: bigint, write: FenceWrite<Tx, T>): Promise<Awaited<T>>;
 

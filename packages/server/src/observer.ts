@@ -13,7 +13,7 @@ export interface ServerObserver {
   error(code: ErrorCode): void;
   /**
    * A connection sent a wrong auth secret (`H`); it is closed after a delay. `remoteAddress` is
-   * `host:port`. The secret itself is never passed, so it cannot reach a log.
+   * `host:port`, an IPv6 host in brackets. The secret itself is never passed, so it cannot reach a log.
    */
   authFailed(remoteAddress: string): void;
 }

@@ -85,6 +85,9 @@ export const MALFORMED_TOKENS: readonly unknown[] = [
 
 export const MALFORMED_RESOURCES: readonly unknown[] = ["", "x".repeat(513), "a\u0000b", 42, undefined];
 
+/** Writes a store must refuse (FENCE_BAD_ARGUMENT) before it touches its data: none is a function. */
+export const NOT_WRITES: readonly unknown[] = [undefined, null, "UPDATE orders SET status = 'paid'", 42, {}];
+
 /**
  * Declares the suite, as a vitest `describe` named after `name`: call it at the top level of a test
  * file. `setup` runs once, in `beforeAll`, and the fixture's `close()` in `afterAll`.
@@ -177,6 +180,18 @@ export function describeFenceContract<Tx>(name: string, setup: () => Promise<Con
         expect(write).not.toHaveBeenCalled();
         await expect(fixture.store.current(bad as string)).rejects.toMatchObject({
           code: "FENCE_BAD_RESOURCE",
+        });
+      }
+      expect(await fixture.store.current(resource)).toBeUndefined();
+    });
+
+    it("refuses a write that is not a function in the store itself, advancing nothing", async () => {
+      const resource = uniqueName("not-a-write");
+      for (const bad of NOT_WRITES) {
+        const attempt = fixture.store.fence(resource, 1n, bad as () => never);
+        await expect(attempt, String(bad)).rejects.toMatchObject({
+          name: "FenceError",
+          code: "FENCE_BAD_ARGUMENT",
         });
       }
       expect(await fixture.store.current(resource)).toBeUndefined();

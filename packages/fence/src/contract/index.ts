@@ -7,6 +7,7 @@ export {
   describeFenceContract,
   MALFORMED_RESOURCES,
   MALFORMED_TOKENS,
+  NOT_WRITES,
 } from "./contract.js";
 export {
   type KleppmannParticipants,

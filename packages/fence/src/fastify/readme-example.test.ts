@@ -30,18 +30,18 @@ describe("README: the Fastify example", () => {
       vi.unstubAllEnvs();
     }
     expect(printed).toEqual([
-      [200, { token: "34", resource: "orders:42" }],
+      [200, { token: "34", resource: "invoices:7" }],
       [
         409,
         {
           statusCode: 409,
           code: "FENCE_STALE_TOKEN",
           error: "Conflict",
-          message: 'stale fencing token for "orders:42": presented 33, the resource already accepted 34',
+          message: 'stale fencing token for "invoices:7": presented 33, the resource already accepted 34',
         },
       ],
     ]);
-    const { rows } = await sandbox.pool.query(`SELECT id, status FROM "${sandbox.schema}".orders`);
-    expect(rows).toEqual([{ id: "42", status: "paid" }]);
+    const { rows } = await sandbox.pool.query(`SELECT id, status FROM "${sandbox.schema}".invoices`);
+    expect(rows).toEqual([{ id: "7", status: "paid" }]);
   });
 });

@@ -2,6 +2,7 @@
  * Fencing a column on the protected row itself, for tables that should carry their own token instead
  * of a row in the fence table: one UPDATE that only matches when the row's token is not higher.
  */
+import { assertOptions, assertQueryable } from "../arguments.js";
 import { FenceError, StaleTokenError } from "../errors.js";
 import { type FencingTokenInput, parseToken } from "../token.js";
 import type { Queryable } from "./queryable.js";
@@ -31,6 +32,11 @@ export interface FenceRowOptions {
  * own; pass the transaction client from fence() or your own BEGIN to group it with other statements.
  */
 export async function fenceRow(db: Queryable, options: FenceRowOptions): Promise<number> {
+  assertQueryable(db, "fenceRow()");
+  assertOptions(options, "fenceRow()", "options: { table, key, set, token }");
+  for (const field of ["key", "set"] as const) {
+    assertOptions(options[field], `fenceRow(): \`${field}\``, "an object of column values");
+  }
   const token = parseToken(options.token);
   const table = quoteQualifiedName(options.table);
   const tokenColumn = quoteIdentifier(options.tokenColumn ?? "fence_token");

@@ -2,6 +2,7 @@
  * The fence table: one row per resource holding the highest accepted token. The same SQL ships as
  * sql/fence-table.sql for migration tools; a test keeps the file equal to fenceTableSql().
  */
+import { assertQueryable } from "../arguments.js";
 import type { Queryable } from "./queryable.js";
 import { quoteIdentifier, quoteQualifiedName } from "./sql.js";
 
@@ -27,6 +28,7 @@ export const FENCE_TABLE_SQL: string = fenceTableSql();
 
 /** Creates the fence table if it does not exist. Run it once at deploy time, like any migration. */
 export async function createFenceTable(db: Queryable, table: string = DEFAULT_FENCE_TABLE): Promise<void> {
+  assertQueryable(db, "createFenceTable()");
   await db.query(fenceTableSql(table));
 }
 

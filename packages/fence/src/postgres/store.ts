@@ -1,4 +1,5 @@
 import type { ClientBase, Pool, PoolClient, QueryResult } from "pg";
+import { assertOptions, hasMethods } from "../arguments.js";
 import { FenceError, StaleTokenError } from "../errors.js";
 import { checkFenceInput } from "../fence-input.js";
 import { KeyedMutex } from "../keyed-mutex.js";
@@ -59,8 +60,18 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
   readonly #reader: Queryable;
 
   constructor(options: PostgresStoreOptions) {
+    assertOptions(options, "postgresStore()", "options: { pool } or { client }");
     this.table = quoteQualifiedName(options.table ?? DEFAULT_FENCE_TABLE);
     const { pool, client } = options;
+    if (pool && !hasMethods(pool, "connect", "query")) {
+      throw new FenceError("FENCE_BAD_OPTIONS", "postgresStore(): `pool` must be a pg Pool");
+    }
+    if (client && !hasMethods(client, "query")) {
+      throw new FenceError(
+        "FENCE_BAD_OPTIONS",
+        "postgresStore(): `client` must be a pg Client or PoolClient",
+      );
+    }
     if (pool && !client) {
       this.#connect = async () => poolConnection(await pool.connect());
       this.#reader = pool;
@@ -81,7 +92,7 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
   ): Promise<Awaited<T>> {
     // Checked here, not only in fence(): the guard below is SQL text, and a caller that passed a string
     // token straight to the store once ran `1); DROP TABLE ...` through it.
-    const checkedToken = checkFenceInput(resource, token);
+    const checkedToken = checkFenceInput(resource, token, write);
     const { client, scope, release } = await this.#connect();
     let broken: Error | undefined;
     let rollbackDue = true;

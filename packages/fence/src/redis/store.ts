@@ -1,4 +1,5 @@
 import { types } from "node:util";
+import { assertOptions, hasMethods } from "../arguments.js";
 import { FenceError, StaleTokenError } from "../errors.js";
 import { checkFenceInput } from "../fence-input.js";
 import { assertResource } from "../resource.js";
@@ -48,6 +49,13 @@ export class RedisStore implements FenceStore<RedisFenceTx> {
   readonly #client: RedisFenceClient;
 
   constructor(options: RedisStoreOptions) {
+    assertOptions(options, "redisStore()", "options: { client }");
+    if (!hasMethods(options.client, "get", "evalsha", "eval")) {
+      throw new FenceError(
+        "FENCE_BAD_OPTIONS",
+        "redisStore() needs `client`: an ioredis Redis or Cluster client",
+      );
+    }
     this.#client = options.client;
     this.keyPrefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
     if (typeof this.keyPrefix !== "string" || this.keyPrefix.length === 0) {
@@ -59,7 +67,7 @@ export class RedisStore implements FenceStore<RedisFenceTx> {
   async fence<T>(resource: string, token: bigint, write: FenceWrite<RedisFenceTx, T>): Promise<Awaited<T>> {
     // Checked here, not only in fence(): the script stores ARGV[1] as the token, and an unchecked
     // "abc" once made every later fence() on the resource throw a SyntaxError.
-    const checkedToken = checkFenceInput(resource, token);
+    const checkedToken = checkFenceInput(resource, token, write);
     if (types.isAsyncFunction(write)) {
       throw new FenceError(
         "FENCE_BAD_WRITE",

@@ -4,6 +4,7 @@ import {
   type ErrorCode,
   encodeReply,
   FATAL_CODES,
+  formatAddress,
   isDecodeError,
   isPeerFrame,
   type PeerFrame,
@@ -109,8 +110,9 @@ export class ClientConnection {
     return this.#verbs.pending;
   }
 
+  /** `host:port`, an IPv6 host in brackets (`[::1]:41000`) as in `--listen`, so it splits again. */
   get remoteAddress(): string {
-    return `${this.#socket.remoteAddress}:${this.#socket.remotePort}`;
+    return formatAddress(this.#socket.remoteAddress ?? "unknown", this.#socket.remotePort ?? 0);
   }
 
   /**

@@ -1,7 +1,8 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { isValidEpoch, MAX_EPOCH } from "@lock/protocol";
 import { type EpochStore, EpochStoreError } from "../epoch/epoch-store.js";
+import { makeDirectory } from "./make-directory.js";
 
 /**
  * The highest epoch this node has taken or heard of, on disk: `<data-dir>/epoch`, one JSON object
@@ -18,7 +19,17 @@ export class EpochFile implements EpochStore {
   constructor(dataDir: string) {
     this.#dir = dataDir;
     this.path = join(dataDir, "epoch");
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    try {
+      makeDirectory(dataDir, 0o700);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? String(error);
+      throw new EpochStoreError(
+        `cannot create the data directory ${dataDir} (${code}): choose one on a disk`,
+        {
+          cause: error,
+        },
+      );
+    }
   }
 
   get name(): string {
