@@ -1,9 +1,9 @@
 import { RETRYABLE_CODES, type Reply, type Request } from "@lock/protocol";
 import type { ReplyHandler, Ticket } from "./connection.js";
 import { AbortError, errorFromReply, LockTimeoutError, NoServerError, ProtocolError } from "./errors.js";
+import { jittered, type Random } from "./jitter.js";
 import { type Linked, NEXT, OWNER, PREV } from "./linked-set.js";
 import { MAX_REDIRECTS } from "./retrying-request.js";
-import { jittered, type Random } from "./jitter.js";
 import type { Timer, TimerQueue } from "./timers.js";
 import type { Router } from "./transport.js";
 

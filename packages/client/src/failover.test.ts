@@ -119,7 +119,10 @@ describe("LockClient failover", () => {
     const refused = nextEvent(client, "connectFailed");
     await own.kill();
     // The interval plus its random part (reconnectJitterMs), as the events say.
-    const retryIn = { address: own.address, retryInMs: expect.toSatisfy((ms: number) => ms >= 150 && ms < 250) };
+    const retryIn = {
+      address: own.address,
+      retryInMs: expect.toSatisfy((ms: number) => ms >= 150 && ms < 250),
+    };
     expect(await disconnected).toMatchObject(retryIn);
     // While it is down, attempts are refused and retried at the interval.
     expect(await refused).toMatchObject(retryIn);

@@ -68,11 +68,13 @@ describe("ServerPool", () => {
   describe("reconnect jitter", () => {
     const JITTER = 1_000;
     /** A scripted random source: hands out `values` in turn. */
-    const scripted = (...values: number[]) => () => {
-      const value = values.shift();
-      if (value === undefined) throw new Error("the test ran out of random values");
-      return value;
-    };
+    const scripted =
+      (...values: number[]) =>
+      () => {
+        const value = values.shift();
+        if (value === undefined) throw new Error("the test ran out of random values");
+        return value;
+      };
     /** A small seeded generator (mulberry32): a fleet of clients, each with its own draws, repeatably. */
     const seeded = (seed: number) => () => {
       seed = (seed + 0x6d2b79f5) | 0;
@@ -106,7 +108,11 @@ describe("ServerPool", () => {
     it("spreads a fleet that lost its node at one moment over the jitter, where without it all reconnect together", () => {
       const fleet = (jitter: number) =>
         Array.from({ length: 200 }, (_, client) => {
-          const pool = new ServerPool(["a:1"], { ...OPTIONS, reconnectJitterMs: jitter, random: seeded(client) });
+          const pool = new ServerPool(["a:1"], {
+            ...OPTIONS,
+            reconnectJitterMs: jitter,
+            random: seeded(client),
+          });
           const slot = pool.slots[0]!;
           pool.connecting(slot, 0);
           pool.ready(slot);
