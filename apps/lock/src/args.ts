@@ -270,7 +270,8 @@ function runCommand(
     // lockd decides the longest key (--max-key-bytes); the rest is the protocol's.
     checkKey(key, Number.MAX_SAFE_INTEGER);
   } catch (error) {
-    throw usageError(`KEY: ${(error as Error).message}`);
+    // The client says `key "a b" contains …`; on lock's command line the argument is KEY.
+    throw usageError((error as Error).message.replace(/^key\b/, "KEY"));
   }
   if (values["no-wait"] && values.wait !== undefined) throw usageError("give --wait or --no-wait, not both");
   const leaseMs = values.lease === undefined ? DEFAULTS.leaseMs : parseDuration(values.lease, "--lease");
