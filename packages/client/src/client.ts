@@ -68,10 +68,12 @@ export class LockClient implements AsyncDisposable {
   readonly #transport: Transport;
   readonly #ids = new RequestIds();
   // Tracked for close(): acquires in progress (and given-up ones whose last attempt is unanswered:
-  // a late grant must be released), locks held, releases and other retries in progress.
+  // a late grant must be released), locks held, releases and other retries in progress, and
+  // extensions in progress (ended at close, not waited for: close releases the locks anyway).
   readonly #pending = new LinkedSet<AcquireOp<Lock>>();
   readonly #held = new LinkedSet<Lock>();
   readonly #background = new LinkedSet<RetryingRequest>();
+  readonly #extensions = new LinkedSet<RetryingRequest>();
   /** Resolved when #pending or #background shrinks: close() waits for both to empty. */
   #shrunk: Array<() => void> = [];
   readonly #backend: LockBackend;
@@ -255,8 +257,11 @@ export class LockClient implements AsyncDisposable {
     return lock;
   }
 
-  /** Sends an idempotent request with retries, tracked so that close() waits for it. */
-  #retrying(request: Request, untilMs: number | undefined, done: RetryCallback): void {
+  /**
+   * Sends an idempotent request with retries, tracked so that close() ends it; and waits for it,
+   * unless it is an extension (`owedAtClose` false).
+   */
+  #retrying(request: Request, untilMs: number | undefined, done: RetryCallback, owedAtClose = true): void {
     const retrying = new RetryingRequest(
       this.#transport,
       this.#timers,
@@ -268,11 +273,12 @@ export class LockClient implements AsyncDisposable {
     );
     // After close there is no connection and no timer left to retry with.
     if (this.#closed) retrying.abandon(new ClientClosedError());
-    else if (!retrying.over) this.#background.add(retrying);
+    else if (!retrying.over) (owedAtClose ? this.#background : this.#extensions).add(retrying);
   }
 
   readonly #retryOver: RetryCallback = (retrying) => {
     if (this.#background.delete(retrying)) this.#notifyShrunk();
+    else this.#extensions.delete(retrying);
   };
 
   #notifyShrunk(): void {
@@ -302,11 +308,13 @@ export class LockClient implements AsyncDisposable {
     return new Promise((resolve, reject) => {
       if (this.#closing !== undefined) throw new ClientClosedError();
       checkDuration("leaseMs", leaseMs, 1);
-      this.#retrying({ op: "X", key, token, leaseMs, id }, untilMs, ({ reply, ticket }, error) => {
+      const request: Request = { op: "X", key, token, leaseMs, id };
+      const done: RetryCallback = ({ reply, ticket }, error) => {
         if (error !== undefined) reject(error);
         else if (reply?.kind !== "X") reject(new ProtocolError(`unexpected ${reply?.kind} reply to X`));
         else resolve(reply.extended ? ticket!.writtenAt : false);
-      });
+      };
+      this.#retrying(request, untilMs, done, false);
     });
   }
 
@@ -338,7 +346,8 @@ export class LockClient implements AsyncDisposable {
     const deadline = this.#timers.clock.now() + this.#options.releaseRetryMs;
     await this.#quiesce(deadline);
     this.#closed = true;
-    for (const retrying of this.#background.toArray()) retrying.abandon(new ClientClosedError());
+    for (const retrying of [...this.#background.toArray(), ...this.#extensions.toArray()])
+      retrying.abandon(new ClientClosedError());
     this.#transport.close();
     this.#timers.stop();
     this.#events.emit("close", {});
@@ -347,8 +356,8 @@ export class LockClient implements AsyncDisposable {
   /**
    * Waits until `deadline` at most for what close() owes the servers: releases and other retries to
    * finish, and the answers to given-up acquires (a grant that won the race is released). Not for
-   * anything else still unanswered, such as an extension of a lock already lost on a stopped server:
-   * nothing would be done with its answer.
+   * extensions (close() releases the locks, and a lock already lost on a stopped server would keep
+   * its last one unanswered until the deadline), pings or probes: nothing would use their answers.
    */
   async #quiesce(deadline: number): Promise<void> {
     while (this.#background.size > 0 || this.#pending.size > 0) {

@@ -65,24 +65,4 @@ describe("RetryingRequest", () => {
     await vi.advanceTimersByTimeAsync(POLICY.intervalMs);
     expect(router.sent).toHaveLength(2);
   });
-
-  it("a request with a deadline of its own ends at it even while its one attempt is unanswered", async () => {
-    // An extension to a stopped server: written, never answered, the connection still open.
-    const extension = new RetryingRequest(
-      router,
-      timers,
-      { op: "X", key: "k", token: 5n, leaseMs: 1_000, id: "k1.1" },
-      POLICY,
-      Date.now() + 700,
-      () => {},
-      (_request, error) => outcomes.push(error),
-    );
-    await vi.advanceTimersByTimeAsync(699);
-    expect(extension.over).toBe(false);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(extension.over).toBe(true);
-    expect(outcomes).toHaveLength(1);
-    expect(outcomes[0]?.name).toBe("NoServerError");
-    expect(router.sent).toHaveLength(1);
-  });
 });

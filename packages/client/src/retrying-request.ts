@@ -34,9 +34,7 @@ export type RetryCallback = (request: RetryingRequest, error: Error | undefined)
  * flight then is not waited for (its connection's keepalive bounds it); a late reply is ignored.
  *
  * Callbacks rather than a promise, and no timer until an attempt fails: a release is on the hot
- * path of every lock, and the usual one is a single round trip. A request with a deadline of its
- * own (an extension: its answer is of no use once the lease is over) has its timer from the start,
- * so that an attempt left unanswered by a stopped server does not keep it alive past that.
+ * path of every lock, and the usual one is a single round trip.
  */
 export class RetryingRequest implements ReplyHandler, Linked {
   [PREV]: Linked | undefined;
@@ -86,7 +84,6 @@ export class RetryingRequest implements ReplyHandler, Linked {
     this.#untilMs = untilMs;
     this.#finished = finished;
     this.#done = done;
-    if (untilMs !== undefined) this.#armGiveUp();
     this.#attempt(undefined);
   }
 
@@ -157,24 +154,20 @@ export class RetryingRequest implements ReplyHandler, Linked {
   #retryLater(stuckAt?: string): void {
     // The cap is on redirects in a row: a paced retry after a failover is not a redirect loop.
     this.#redirects = 0;
-    this.#armGiveUp();
+    if (this.#giveUp === undefined) {
+      // Set up only now: the usual request succeeds at once and never needs this timer. The first
+      // attempt started at its write (or now, if it never got one), which is close enough.
+      const { windowMs, intervalMs } = this.#policy;
+      const untilMs = this.#untilMs;
+      const startedAt = Number.isNaN(this.#startedAt) ? this.#timers.clock.now() : this.#startedAt;
+      const giveUpAt = Math.max(untilMs ?? startedAt + windowMs, startedAt + intervalMs);
+      const cause = () => ({ cause: this.#lastError });
+      this.#giveUp = this.#timers.at(giveUpAt, () =>
+        this.#end(new NoServerError(`no server answered ${this.request.op} in time`, cause())),
+      );
+    }
     this.#pause = this.#timers.after(this.#policy.intervalMs, () => this.#attempt(undefined));
     this.#wake = this.#router.whenActive(() => this.#attempt(undefined), stuckAt);
-  }
-
-  /** Sets the timer that ends the retries, unless it is set already. */
-  #armGiveUp(): void {
-    if (this.#giveUp !== undefined) return;
-    // Without a deadline of its own, set up only once an attempt failed: the usual request succeeds
-    // at once and never needs this timer. The first attempt started at its write (or now, if it
-    // never got one), which is close enough.
-    const { windowMs, intervalMs } = this.#policy;
-    const startedAt = Number.isNaN(this.#startedAt) ? this.#timers.clock.now() : this.#startedAt;
-    const giveUpAt = Math.max(this.#untilMs ?? startedAt + windowMs, startedAt + intervalMs);
-    const cause = () => ({ cause: this.#lastError });
-    this.#giveUp = this.#timers.at(giveUpAt, () =>
-      this.#end(new NoServerError(`no server answered ${this.request.op} in time`, cause())),
-    );
   }
 
   #end(error: Error | undefined): void {
