@@ -14,7 +14,8 @@ export interface AdminAnswer {
 /**
  * GET `path` from the admin server at `address` (plain HTTP, as lockd serves it), with the bearer
  * token when there is one. Rejects with a CliError: NO_SERVER when it cannot be reached or does not
- * answer in time, AUTH_FAILED on 401, REFUSED for a body that is not JSON.
+ * answer in time, AUTH_FAILED on 401, REFUSED for a body that is not JSON or an answer that is not
+ * HTTP at all (lockd's client port, given where its admin port belongs).
  */
 export async function adminGet(address: string, path: string, request: AdminRequest): Promise<AdminAnswer> {
   let response: Response;
@@ -25,6 +26,14 @@ export async function adminGet(address: string, path: string, request: AdminRequ
     });
   } catch (error) {
     const cause = (error as Error).cause as NodeJS.ErrnoException | undefined;
+    // Node's HTTP parser refuses what came back (HPE_INVALID_CONSTANT and the like): something
+    // answered, but not in HTTP. Most likely lockd's client port, which answers `E ? - …` lines.
+    if (cause?.code?.startsWith("HPE_")) {
+      throw new CliError(
+        "REFUSED",
+        `${address} does not answer HTTP (${cause.code}): this looks like lockd's client port (--listen), not its admin port (--admin)`,
+      );
+    }
     const reason =
       (error as Error).name === "TimeoutError"
         ? `no answer within ${request.timeoutMs} ms`

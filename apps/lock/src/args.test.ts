@@ -96,9 +96,13 @@ describe("parseCommandLine: lock run", () => {
     [["run", "k", "--"], /no command after --/],
     [["run", "k", "--wait", "1s", "--no-wait", "--", "true"], /--wait or --no-wait/],
     [["run", "k", "--wait", "0", "--", "true"], /--wait must be more than 0/],
-    [["run", "k", "--lease", "0s", "--", "true"], /--lease must be more than 0/],
+    [["run", "k", "--lease", "0s", "--", "true"], /--lease must be at least 1s \(got 0s\)/],
+    [["run", "k", "--lease", "1ms", "--", "true"], /--lease must be at least 1s \(got 1ms\)/],
+    [["run", "k", "--lease", "999ms", "--", "true"], /--lease must be at least 1s/],
     [["run", "k", "--lease", "soon", "--", "true"], /--lease: expected a duration/],
-    [["run", "a b", "--", "true"], /KEY "a b"/],
+    [["run", "a b", "--", "true"], /^KEY "a b" contains a space at index 1 \(a key may not contain spaces/],
+    [["run", "", "--", "true"], /^KEY "" is empty$/],
+    [["run", "k\r", "--", "true"], /^KEY "k\\r" contains the control character U\+000D at index 1/],
     [["run", "k", "--json", "--", "true"], /--json is not a flag of lock run/],
     [["run", "k", "--leese", "1s", "--", "true"], /Unknown option '--leese'/],
     [["status", "--", "true"], /takes no command/],
@@ -106,6 +110,42 @@ describe("parseCommandLine: lock run", () => {
     [[], /a command is missing/],
   ])("%j is a usage error", (argv, message) => {
     expect(usage(argv)).toMatch(message);
+  });
+
+  it("takes a lease of 1s, the shortest lock run can keep", () => {
+    expect(run(["run", "k", "--lease", "1s", "--", "true"]).leaseMs).toBe(1_000);
+  });
+
+  it.each([
+    [
+      ["run", "k", "--wait", "-1", "--", "true"],
+      '--wait: expected a duration such as 500ms, 30s, 2m or 1h, got "-1"',
+    ],
+    [
+      ["run", "k", "--lease", "-5s", "--", "true"],
+      '--lease: expected a duration such as 500ms, 30s, 2m or 1h, got "-5s"',
+    ],
+    [
+      ["run", "k", "--wait=-1", "--", "true"],
+      '--wait: expected a duration such as 500ms, 30s, 2m or 1h, got "-1"',
+    ],
+    [["run", "k", "--wait", "--no-wait", "--", "true"], "--wait needs a value, got the flag --no-wait"],
+    [["run", "k", "--", "true", "--wait"], undefined],
+    [["status", "--timeout"], "--timeout needs a value"],
+    [["status", "--json=yes"], "--json takes no value"],
+    [
+      ["locks", "--admin", "a:1", "--prefix", "-x"],
+      '--prefix: "-x" starts with a dash; write --prefix=-x if you mean it',
+    ],
+  ])("explains a flag's missing or dashed value in lock's words: %j", (argv, message) => {
+    if (message === undefined) {
+      // After --, everything is the command's.
+      expect(run(argv).command).toEqual(["true", "--wait"]);
+      return;
+    }
+    const text = usage(argv);
+    expect(text).toBe(message);
+    expect(text).not.toMatch(/ambiguous|Did you forget|XYZ/);
   });
 });
 

@@ -1,7 +1,9 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
-import { isValidAddress, validateKey } from "@lock/protocol";
+import { checkKey } from "@lock/client";
+import { isValidAddress } from "@lock/protocol";
 import { parseDuration } from "./duration.js";
 import { usageError } from "./errors.js";
+import { flagUsageError } from "./flag-errors.js";
 
 /**
  * The command line and the `LOCK_*` environment, parsed without any I/O: what to do, and where the
@@ -79,6 +81,17 @@ export const DEFAULTS = Object.freeze({
 });
 /** `lock locks --limit` at most (the admin endpoint pages at most 1000 at a time; lock follows the pages). */
 export const MAX_LIMIT = 1_000_000;
+/**
+ * The shortest `lock run --lease`. lockd takes 1 ms, but lock run must keep the lease while the
+ * command runs: the client renews it when a third has gone by and retries every 200 ms in the two
+ * thirds left, and a grant that arrives with less than two thirds left is renewed before the command
+ * starts. Below a second a round trip or two (or a garbage-collection pause) loses the lock before
+ * the command even starts, which lock would report as a lost lock (exit 82) rather than as the usage
+ * mistake it is.
+ */
+export const MIN_RUN_LEASE_MS = 1_000;
+/** The flags whose value is a duration (500ms, 30s, 2m). */
+export const DURATION_FLAGS: ReadonlySet<string> = new Set(["lease", "wait", "kill-after", "timeout"]);
 
 /** Every flag: its environment variable, which commands take it, and its help line. */
 export const FLAGS = {
@@ -141,13 +154,13 @@ export const FLAGS = {
     type: "string",
     env: undefined,
     for: ["run"],
-    help: "lease, renewed while the command runs (default 30s)",
+    help: "lease, renewed while the command runs (default 30s, at least 1s)",
   },
   wait: {
     type: "string",
     env: undefined,
     for: ["run"],
-    help: "give up after waiting this long for the lock (default: wait as long as it takes)",
+    help: "give up after waiting this long for the lock, also while lockd restarts (default: as long as it takes)",
   },
   "no-wait": {
     type: "boolean",
@@ -196,7 +209,7 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
     };
   } catch (error) {
     // parseArgs's messages name the flag ("Unknown option '--leese'"); its error code is not for users.
-    throw usageError((error as Error).message);
+    throw flagUsageError(error as Error, own, DURATION_FLAGS);
   }
   const { values, positionals } = parsed;
   const [name, ...rest] = positionals;
@@ -253,13 +266,20 @@ function runCommand(
   }
   const [program, ...args] = command;
   if (program === undefined || program === "") throw usageError("no command after --");
-  const keyProblem = validateKey(key, Number.MAX_SAFE_INTEGER);
-  if (keyProblem !== undefined) {
-    throw usageError(`KEY ${JSON.stringify(key)} is empty or has a space or control character`);
+  try {
+    // lockd decides the longest key (--max-key-bytes); the rest is the protocol's.
+    checkKey(key, Number.MAX_SAFE_INTEGER);
+  } catch (error) {
+    // The client says `key "a b" contains …`; on lock's command line the argument is KEY.
+    throw usageError((error as Error).message.replace(/^key\b/, "KEY"));
   }
   if (values["no-wait"] && values.wait !== undefined) throw usageError("give --wait or --no-wait, not both");
   const leaseMs = values.lease === undefined ? DEFAULTS.leaseMs : parseDuration(values.lease, "--lease");
-  if (leaseMs === 0) throw usageError("--lease must be more than 0");
+  if (leaseMs < MIN_RUN_LEASE_MS) {
+    throw usageError(
+      `--lease must be at least 1s (got ${values.lease}): lock renews the lease while the command runs and needs the time for it`,
+    );
+  }
   let waitMs: RunCommand["waitMs"];
   if (values["no-wait"]) waitMs = "none";
   else if (values.wait !== undefined) {

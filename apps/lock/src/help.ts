@@ -1,4 +1,4 @@
-import { type CommandName, DEFAULTS, FLAGS } from "./args.js";
+import { type CommandName, DEFAULTS, DURATION_FLAGS, FLAGS } from "./args.js";
 import { EXIT_CODES } from "./exit-codes.js";
 
 const USAGE = {
@@ -57,5 +57,6 @@ function valueName(flag: string): string {
   if (flag === "servers" || flag === "admin") return "HOST:PORT,...";
   if (flag === "prefix") return "P";
   if (flag === "limit") return "N";
-  return "DURATION";
+  if (DURATION_FLAGS.has(flag)) return "DURATION";
+  return "VALUE";
 }

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { LockdProcess } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { LockCli } from "./cli-process.test.support.js";
 import { EXIT_CODES } from "./exit-codes.js";
@@ -169,5 +170,14 @@ describe("lock locks", () => {
 
     const gone = await LockCli.run(["locks", "--admin", "127.0.0.1:1"]);
     expect(gone.code).toBe(EXIT_CODES.NO_SERVER.status);
+  });
+
+  it("says so when --admin names lockd's client port, which does not speak HTTP (85)", async () => {
+    await using lockd = await LockdProcess.start();
+    const { code, stderr } = await LockCli.run(["locks", "--admin", lockd.address]);
+    expect(code).toBe(EXIT_CODES.REFUSED.status);
+    expect(stderr).toContain(
+      `lock: ${lockd.address} does not answer HTTP (HPE_INVALID_CONSTANT): this looks like lockd's client port (--listen), not its admin port (--admin)`,
+    );
   });
 });

@@ -166,6 +166,16 @@ console.log("ready"); setInterval(() => {}, 1000);`;
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain("--lease");
   });
+
+  it("a lease too short to keep is a usage error (2), not a lost lock (82); nothing runs", async () => {
+    const result = await LockCli.run(
+      ["run", key(), "--lease", "1ms", "--", "node", "-e", 'console.log("ran")'],
+      env(),
+    );
+    expect(result.code).toBe(EXIT_CODES.USAGE.status);
+    expect(result.stderr).toContain("--lease must be at least 1s (got 1ms)");
+    expect(result.stdout).not.toContain("ran");
+  });
 });
 
 describe("lock run with an auth token", () => {

@@ -1,4 +1,4 @@
-import { AbortError, type Lock, LockClient } from "@lock/client";
+import { AbortError, type ClientEvents, type Lock, LockClient } from "@lock/client";
 import type { RunCommand } from "./args.js";
 import { formatDuration } from "./duration.js";
 import { CliError } from "./errors.js";
@@ -17,6 +17,11 @@ export interface RunIo {
  * while the client keeps the lease extended, and releases it when the command ends. Resolves with
  * lock's exit status: the command's (128 + n if signal n killed it), or one of lock's own (exit-codes.ts).
  *
+ * With --wait, the wait also covers a lockd that cannot be reached for a while (a restart): the
+ * client keeps trying until the wait runs out (`waitForReady`), and lock says once on stderr that it
+ * is waiting for a server. Without --wait (wait as long as it takes for the lock) an unreachable
+ * server still ends lock at once with NO_SERVER, so a wrong address does not hang it.
+ *
  * Signals: SIGINT, SIGTERM and SIGHUP while waiting for the lock give up the wait (nothing runs; exit
  * 128 + n, as if the signal had killed lock); while the command runs they are passed on to it, and
  * lock keeps the lease until the command has exited.
@@ -29,7 +34,7 @@ export async function runUnderLock(command: RunCommand, settings: Settings, io: 
   const client = new LockClient(settings.client);
   const signals = new SignalRelay();
   try {
-    const lock = await acquire(client, command, signals);
+    const lock = await acquire(client, command, signals, io);
     if (typeof lock === "number") return lock;
     // A signal that came as the grant did: the caller gave up, so the command does not start.
     if (signals.received !== undefined) return signalExitStatus(signals.received);
@@ -44,20 +49,45 @@ async function acquire(
   client: LockClient,
   command: RunCommand,
   signals: SignalRelay,
+  io: RunIo,
 ): Promise<Lock | number> {
   const options = { leaseMs: command.leaseMs, autoExtend: true, signal: signals.abort };
+  const { waitMs } = command;
+  const stopNotice = typeof waitMs === "number" ? noticeWhileNoServer(client, waitMs, io) : () => {};
   try {
-    if (command.waitMs === "none") {
+    if (waitMs === "none") {
       const lock = await client.tryAcquire(command.key, options);
       if (lock === null) throw new CliError("BUSY", `${command.key} is locked by someone else (--no-wait)`);
       return lock;
     }
-    return await client.acquire(command.key, { ...options, waitMs: command.waitMs ?? 0 });
+    // A wait that was given covers a restart of lockd too; "as long as it takes" does not, so that
+    // a wrong address fails at once.
+    const waitForReady = waitMs !== undefined;
+    return await client.acquire(command.key, { ...options, waitMs: waitMs ?? 0, waitForReady });
   } catch (error) {
     if (error instanceof AbortError && signals.received !== undefined)
       return signalExitStatus(signals.received);
     throw cliErrorFrom(error, command.key);
+  } finally {
+    stopNotice();
   }
+}
+
+/**
+ * Says once on stderr when no connection is open or opening any more (every lockd address failed),
+ * so that someone watching a `lock run --wait` that seems stuck knows why. Returns the unsubscribe.
+ */
+function noticeWhileNoServer(client: LockClient, waitMs: number, io: RunIo): () => void {
+  const listener = ({ address, error }: ClientEvents["connectFailed"]) => {
+    if (client.connections.some(({ state }) => state === "ready" || state === "connecting")) return;
+    client.off("connectFailed", listener);
+    const reason = (error as NodeJS.ErrnoException).code ?? error.message;
+    io.stderr(
+      `lock: cannot reach lockd (${address}: ${reason}); trying again until --wait ${formatDuration(waitMs)} runs out`,
+    );
+  };
+  client.on("connectFailed", listener);
+  return () => client.off("connectFailed", listener);
 }
 
 async function supervise(lock: Lock, command: RunCommand, signals: SignalRelay, io: RunIo): Promise<number> {

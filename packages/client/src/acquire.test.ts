@@ -18,7 +18,14 @@ interface Granted {
   readonly leaseStartBound: number;
 }
 
-const SPEC: AcquireSpec = { mode: "A", key: "orders:42", leaseMs: 30_000, waitMs: 0, id: "k1.1" };
+const SPEC: AcquireSpec = {
+  mode: "A",
+  key: "orders:42",
+  leaseMs: 30_000,
+  waitMs: 0,
+  id: "k1.1",
+  waitForReady: false,
+};
 const RETRY_INTERVAL = 200;
 
 describe("AcquireOp", () => {
@@ -27,7 +34,9 @@ describe("AcquireOp", () => {
   let unwanted: Array<[string, bigint]>;
   let probed: Array<[string, string]>;
   let retries: number[];
-  let settled: number;
+  let finished: number;
+  /** What the jitter of waitForReady's pauses draws, in turn (then 0.5). */
+  let draws: number[];
   let ctx: AcquireContext<Granted>;
 
   beforeEach(() => {
@@ -37,13 +46,15 @@ describe("AcquireOp", () => {
     unwanted = [];
     probed = [];
     retries = [];
-    settled = 0;
+    finished = 0;
+    draws = [];
     ctx = {
       router,
       timers,
       retryIntervalMs: RETRY_INTERVAL,
+      random: () => draws.shift() ?? 0.5,
       granted: (_op, token, leaseStartBound) => ({ token, leaseStartBound }),
-      settled: () => settled++,
+      finished: () => finished++,
       releaseUnwanted: (key, token) => unwanted.push([key, token]),
       releaseIfGranted: (key, id) => probed.push([key, id]),
       retried: (_spec, attempt) => retries.push(attempt),
@@ -93,7 +104,7 @@ describe("AcquireOp", () => {
     await vi.advanceTimersByTimeAsync(40);
     router.reply(router.last(), grant(9n));
     expect(await op.promise).toEqual({ token: 9n, leaseStartBound: writtenAt });
-    expect(settled).toBe(1);
+    expect(finished).toBe(1);
   });
 
   it("after a dropped connection re-sends with the same id and what is left of the wait", async () => {
@@ -148,9 +159,101 @@ describe("AcquireOp", () => {
 
   it("fails at once when no connection is ready or opening; nothing was sent, nothing to probe", async () => {
     router.available = false;
+    router.lastError = new Error("connect ECONNREFUSED");
     const op = start();
-    await expect(op.promise).rejects.toBeInstanceOf(NoServerError);
+    const error = (await op.promise.catch((e: unknown) => e)) as NoServerError;
+    expect(error).toBeInstanceOf(NoServerError);
+    // Not "after 0 tries": nothing was tried because every connection was down.
+    expect(error.message).toBe('no usable connection for "orders:42": all 2 connections are down');
+    expect(error.cause).toBe(router.lastError);
     expect(probed).toEqual([]);
+  });
+
+  it("an acquire given up while its attempt is unanswered is finished only once the answer comes", async () => {
+    const acquire = await abortedAfterWrite();
+    expect(finished).toBe(0);
+    router.reply(acquire, { kind: "T", key: SPEC.key, id: SPEC.id });
+    expect(finished).toBe(1);
+  });
+
+  describe("waitForReady", () => {
+    it("keeps trying while no connection is usable, every retryIntervalMs plus jitter, and takes the lock once one is", async () => {
+      router.available = false;
+      draws = [0, 0.99];
+      const op = start({ waitMs: 5_000, waitForReady: true });
+      expect(op.settled).toBe(false);
+      expect(router.attempts).toBe(1);
+      // The first pause drew 0: retryIntervalMs; the second drew 0.99: almost twice that.
+      await vi.advanceTimersByTimeAsync(RETRY_INTERVAL - 1);
+      expect(router.attempts).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(router.attempts).toBe(2);
+      await vi.advanceTimersByTimeAsync(RETRY_INTERVAL + 197);
+      expect(router.attempts).toBe(2);
+      router.available = true;
+      await vi.advanceTimersByTimeAsync(1);
+      expect(router.attempts).toBe(3);
+      // The same id, and only what is left of the wait.
+      expect(router.last().request).toEqual({
+        op: "A",
+        key: SPEC.key,
+        leaseMs: SPEC.leaseMs,
+        waitMs: 5_000 - 598,
+        id: SPEC.id,
+      });
+      expect(retries).toEqual([2, 3]);
+      router.reply(router.last(), grant(12n));
+      expect((await op.promise)?.token).toBe(12n);
+    });
+
+    it("after every connection dropped the attempt, pauses and re-sends with the same id", async () => {
+      router.size = 2;
+      const op = start({ waitMs: 5_000, waitForReady: true });
+      router.lose(router.last(), true, new Error("reset"));
+      router.lose(router.last(), true, new Error("reset"));
+      expect(op.settled).toBe(false);
+      expect(router.sent).toHaveLength(2);
+      await vi.advanceTimersByTimeAsync(RETRY_INTERVAL * 1.5);
+      expect(router.sent).toHaveLength(3);
+      expect(router.last().request).toMatchObject({ op: "A", id: SPEC.id, waitMs: 5_000 - 300 });
+      router.reply(router.last(), grant(13n));
+      expect((await op.promise)?.token).toBe(13n);
+      // The drops left an attempt that may have been granted: the retry with the same id found it.
+      expect(probed).toEqual([]);
+    });
+
+    it("fails with NoServerError, saying so, once the wait runs out with no connection usable", async () => {
+      router.available = false;
+      router.lastError = new Error("connect ECONNREFUSED");
+      const op = start({ waitMs: 1_000, waitForReady: true });
+      await vi.advanceTimersByTimeAsync(999);
+      expect(op.settled).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      const error = (await op.promise.catch((e: unknown) => e)) as NoServerError;
+      expect(error).toBeInstanceOf(NoServerError);
+      expect(error.message).toBe('no server could be reached for "orders:42" within the 1000 ms wait');
+      expect(error.cause).toBe(router.lastError);
+    });
+
+    it("stops at an auth refusal: waiting would not change it", async () => {
+      router.size = 1;
+      const op = start({ waitMs: 5_000, waitForReady: true });
+      router.lose(router.last(), false, new AuthError("refused"));
+      await expect(op.promise).rejects.toBeInstanceOf(AuthError);
+    });
+
+    it("an abort during a pause ends it: nothing more is tried", async () => {
+      router.available = false;
+      const controller = new AbortController();
+      const op = start({ waitMs: 0, waitForReady: true }, controller.signal);
+      await vi.advanceTimersByTimeAsync(10 * RETRY_INTERVAL);
+      const tried = router.attempts;
+      controller.abort();
+      await expect(op.promise).rejects.toBeInstanceOf(AbortError);
+      await vi.advanceTimersByTimeAsync(10 * RETRY_INTERVAL);
+      expect(router.attempts).toBe(tried);
+      expect(finished).toBe(1);
+    });
   });
 
   it("reports an auth refusal as such rather than as no server", async () => {

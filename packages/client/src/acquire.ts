@@ -1,6 +1,7 @@
 import { RETRYABLE_CODES, type Reply, type Request } from "@lock/protocol";
 import type { ReplyHandler, Ticket } from "./connection.js";
 import { AbortError, errorFromReply, LockTimeoutError, NoServerError, ProtocolError } from "./errors.js";
+import { jittered, type Random } from "./jitter.js";
 import { type Linked, NEXT, OWNER, PREV } from "./linked-set.js";
 import { MAX_REDIRECTS } from "./retrying-request.js";
 import type { Timer, TimerQueue } from "./timers.js";
@@ -15,22 +16,32 @@ export interface AcquireSpec {
   readonly waitMs: number;
   /** Unique per call, the same for every retry of the call. */
   readonly id: string;
+  /**
+   * When no connection is usable: false fails at once (NoServerError); true tries again every
+   * `retryIntervalMs` or so (jittered) until the wait runs out, so that the wait covers a restart.
+   */
+  readonly waitForReady: boolean;
 }
 
 /** What an acquire needs besides the connections. */
 export interface AcquireContext<L> {
   readonly router: Router;
   readonly timers: TimerQueue;
-  /** Pause before retrying after `NO_ACTIVE`. */
+  /** Pause before retrying after `NO_ACTIVE`; with `waitForReady`, while no connection is usable. */
   readonly retryIntervalMs: number;
+  /** The random source for the jitter of `waitForReady`'s pauses. */
+  readonly random: Random;
   /**
    * Turns a grant into what the call resolves with (a Lock). `leaseStartBound` is when the first
    * attempt was written: the server granted after that, so its lease ends no earlier than
    * `leaseStartBound + leaseMs`. `receivedAt` is when the grant arrived.
    */
   granted(op: AcquireOp<L>, token: bigint, leaseStartBound: number, receivedAt: number): L | Promise<L>;
-  /** The call settled, whichever way. */
-  settled(op: AcquireOp<L>): void;
+  /**
+   * The call settled, whichever way, and no attempt of it is still unanswered on a connection (one
+   * that is may yet bring a grant to release, so closing the client waits for it).
+   */
+  finished(op: AcquireOp<L>): void;
   /** A grant nobody wants any more (the call was aborted or gave up): release it in the background. */
   /** Releases a grant nobody wants; `id` is the acquire's request id, the proof of ownership. */
   releaseUnwanted(key: string, token: bigint, id: string | undefined): void;
@@ -53,7 +64,9 @@ const IGNORE: ReplyHandler = { onReply() {}, onLost() {} };
  * Retries: a drop re-sends the request with the same id on the next connection, so the server
  * answers with our own earlier grant (or our place in the queue) rather than granting twice; the
  * wait sent is what is left of `waitMs`, not `waitMs` again. After as many drops as there are
- * registered connections the call fails with NoServerError. A cluster between actives (`NO_ACTIVE`,
+ * registered connections, or when no connection is open or opening even after opening those that
+ * were down, the call fails with NoServerError (the seed's rule); with `waitForReady` it pauses and
+ * tries again instead, until its wait runs out (a lockd restart). A cluster between actives (`NO_ACTIVE`,
  * or a redirect to an active that cannot be reached) is asked again every `retryIntervalMs` within
  * the wait instead: the node that answered is alive, so that is not a failed try.
  *
@@ -81,11 +94,14 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   #tries = 0;
   /** Moves that are not failed tries of our connections (see onLost). */
   #moves = 0;
+  /** waitForReady's pauses while no connection was usable. */
+  #pauses = 0;
   #redirects = 0;
   #firstWrittenAt = Number.NaN;
   // An attempt was written and its connection dropped: the server may hold a grant for our id.
   #unresolvedWrite = false;
   #settled = false;
+  #finished = false;
   #timer: Timer | undefined;
   /** While pausing between actives: wakes the call early once an active is known. */
   #wake: Timer | undefined;
@@ -123,6 +139,11 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     return this.#settled;
   }
 
+  /** Settled, with no attempt left unanswered on a connection (see AcquireContext.finished). */
+  get finished(): boolean {
+    return this.#finished;
+  }
+
   /** Settles with `error` now and withdraws whatever the server may still do for this call. */
   giveUp(error: Error): void {
     if (this.#settled) return;
@@ -139,6 +160,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     if (this.#ticket === undefined && this.#unresolvedWrite) {
       this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
     }
+    this.#finishIfDone();
   }
 
   onReply(reply: Reply, ticket: Ticket): void {
@@ -151,6 +173,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       else if (this.#unresolvedWrite && reply.kind !== "T" && reply.kind !== "N") {
         this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
       }
+      this.#finishIfDone();
       return;
     }
     switch (reply.kind) {
@@ -192,6 +215,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     }
     if (this.#settled) {
       if (this.#unresolvedWrite) this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
+      this.#finishIfDone();
       return;
     }
     // Not failed tries of our connections, since another node answers:
@@ -201,7 +225,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     // Either way, move on at once with the same id and the wait left.
     if (ticket.connection?.superseded || (written && ticket.address !== undefined)) {
       this.#moves += 1;
-      this.#ctx.retried(this.spec, this.#tries + this.#moves + 1, error);
+      this.#ctx.retried(this.spec, this.#attemptNumber(), error);
       this.#attempt(undefined);
       return;
     }
@@ -242,11 +266,16 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   #nextConnection(error: Error | undefined): void {
     this.#tries += 1;
     if (this.#tries >= this.#ctx.router.size) {
-      this.#fail(this.#noServer(error));
+      this.#noConnection(error);
       return;
     }
-    this.#ctx.retried(this.spec, this.#tries + this.#moves + 1, error);
+    this.#ctx.retried(this.spec, this.#attemptNumber(), error);
     this.#attempt(undefined);
+  }
+
+  /** Which attempt of the call the next one is (1 for the first). */
+  #attemptNumber(): number {
+    return this.#tries + this.#moves + this.#pauses + 1;
   }
 
   #attempt(address: string | undefined): void {
@@ -271,16 +300,44 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     this.#ticket = this.#ctx.router.send(request, this, address);
     if (this.#ticket !== undefined) return;
     if (address !== undefined) this.#backOff(this.#ctx.router.lastError, address);
-    else this.#fail(this.#noServer(this.#ctx.router.lastError));
+    else this.#noConnection(this.#ctx.router.lastError);
+  }
+
+  /**
+   * No connection is usable (every one was tried, or none is open or opening). Without
+   * `waitForReady` that is the end (the seed's rule: report it). With it, try again after a pause
+   * of `retryIntervalMs` plus up to as much again at random (clients that lost the same node do not
+   * retry in step), as long as the wait lasts: each attempt opens the connections that are down.
+   */
+  #noConnection(error: Error | undefined): void {
+    // An auth refusal is an answer, not an absence: waiting longer would not change it.
+    if (!this.spec.waitForReady || error?.name === "AuthError") {
+      this.#fail(this.#noServer(error));
+      return;
+    }
+    const now = this.#ctx.timers.clock.now();
+    const pause = jittered(this.#ctx.retryIntervalMs, this.#ctx.retryIntervalMs, this.#ctx.random);
+    this.#timer = this.#ctx.timers.at(Math.min(now + pause, this.#deadline), () => {
+      this.#timer = undefined;
+      if (this.#ctx.timers.clock.now() >= this.#deadline) {
+        this.#fail(this.#noServer(this.#ctx.router.lastError ?? error));
+        return;
+      }
+      this.#pauses += 1;
+      this.#ctx.retried(this.spec, this.#attemptNumber(), error);
+      this.#attempt(undefined);
+    });
   }
 
   #noServer(error: Error | undefined): Error {
     // An auth refusal explains itself better than "no server".
     if (error?.name === "AuthError") return error;
-    return new NoServerError(
-      `no usable connection for ${JSON.stringify(this.spec.key)} after ${this.#tries} tries`,
-      { cause: error },
-    );
+    const key = JSON.stringify(this.spec.key);
+    const size = this.#ctx.router.size;
+    const message = this.spec.waitForReady
+      ? `no server could be reached for ${key} within the ${this.spec.waitMs} ms wait`
+      : `no usable connection for ${key}: ${size === 1 ? "its connection is" : `all ${size} connections are`} down`;
+    return new NoServerError(message, { cause: error });
   }
 
   /** Settles with an error; a grant the server may hold for a lost attempt is released. */
@@ -310,8 +367,14 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     this.#wake?.cancel();
     this.#backstop?.cancel();
     if (this.#onAbort !== undefined) this.#signal?.removeEventListener("abort", this.#onAbort);
-    this.#ctx.settled(this);
     if (error !== undefined) this.#reject(error);
     else this.#resolve(value ?? null);
+    this.#finishIfDone();
+  }
+
+  #finishIfDone(): void {
+    if (this.#finished || !this.#settled || this.#ticket !== undefined) return;
+    this.#finished = true;
+    this.#ctx.finished(this);
   }
 }

@@ -7,6 +7,7 @@ import { LinkedSet } from "./linked-set.js";
 import { Lock, type LockBackend } from "./lock.js";
 import {
   checkDuration,
+  checkFlag,
   checkKey,
   type LockClientOptions,
   type ResolvedOptions,
@@ -25,13 +26,19 @@ export interface AcquireOptions {
   /** Aborting it cancels the wait (on the server too) and rejects with AbortError. */
   readonly signal?: AbortSignal;
   /**
+   * While no connection is usable (lockd restarting, say), keep trying within `waitMs` instead of
+   * rejecting with NoServerError once every connection was tried. Default: the client's
+   * `waitForReady` option (false). With `waitMs` 0 it tries until `signal` aborts or the client closes.
+   */
+  readonly waitForReady?: boolean;
+  /**
    * Extend the lease whenever a third of it has gone by, until release; `lock.signal` aborts if the
    * lock is lost anyway (extension refused, or no server reachable before the lease ends).
    */
   readonly autoExtend?: boolean;
 }
 
-export type TryAcquireOptions = Omit<AcquireOptions, "waitMs">;
+export type TryAcquireOptions = Omit<AcquireOptions, "waitMs" | "waitForReady">;
 
 /** One connection as the client sees it right now. */
 export interface ConnectionStatus {
@@ -60,11 +67,15 @@ export class LockClient implements AsyncDisposable {
   readonly #events = new Emitter();
   readonly #transport: Transport;
   readonly #ids = new RequestIds();
-  // Tracked for close(): acquires in progress, locks held, releases and other retries in progress.
+  // Tracked for close(): acquires in progress (and given-up ones whose last attempt is unanswered:
+  // a late grant must be released), locks held, releases and other retries in progress, and
+  // extensions in progress (ended at close, not waited for: close releases the locks anyway).
   readonly #pending = new LinkedSet<AcquireOp<Lock>>();
   readonly #held = new LinkedSet<Lock>();
   readonly #background = new LinkedSet<RetryingRequest>();
-  #backgroundDone: Array<() => void> = [];
+  readonly #extensions = new LinkedSet<RetryingRequest>();
+  /** Resolved when #pending or #background shrinks: close() waits for both to empty. */
+  #shrunk: Array<() => void> = [];
   readonly #backend: LockBackend;
   readonly #acquireContext: AcquireContext<Lock>;
   readonly #retryPolicy: RetryPolicy;
@@ -89,9 +100,12 @@ export class LockClient implements AsyncDisposable {
       router: this.#transport,
       timers: this.#timers,
       retryIntervalMs: this.#options.retryIntervalMs,
+      random: Math.random,
       granted: (op, token, leaseStartBound, receivedAt) =>
         this.#granted(op, token, leaseStartBound, receivedAt),
-      settled: (op) => this.#pending.delete(op),
+      finished: (op) => {
+        if (this.#pending.delete(op)) this.#notifyShrunk();
+      },
       releaseUnwanted: (key, token, id) => this.#releaseUnwanted(key, token, id),
       releaseIfGranted: (key, id) => this.#releaseIfGranted(key, id),
       retried: (spec, attempt, error) => {
@@ -185,15 +199,17 @@ export class LockClient implements AsyncDisposable {
       const leaseMs = checkDuration("leaseMs", options?.leaseMs, 1);
       const waitMs =
         mode === "Y" || options.waitMs === undefined ? 0 : checkDuration("waitMs", options.waitMs, 0);
+      const waitForReady =
+        mode === "A" && (checkFlag("waitForReady", options.waitForReady) ?? this.#options.waitForReady);
       const signal = options.signal;
       if (signal?.aborted) throw new AbortError(`acquire of ${JSON.stringify(key)}`, signal.reason);
-      const spec: AcquireSpec = { mode, key, leaseMs, waitMs, id: this.#ids.next() };
+      const spec: AcquireSpec = { mode, key, leaseMs, waitMs, id: this.#ids.next(), waitForReady };
       op = new AcquireOp(spec, this.#acquireContext, signal);
     } catch (error) {
       return Promise.reject(error);
     }
-    // An op can settle inside its constructor (no connection at all): then there is nothing to track.
-    if (!op.settled) this.#pending.add(op);
+    // An op can finish inside its constructor (no connection at all): then there is nothing to track.
+    if (!op.finished) this.#pending.add(op);
     if (options.signal === undefined && !options.autoExtend) return op.promise;
     return op.promise.then((lock) => this.#handOut(lock, options));
   }
@@ -241,8 +257,11 @@ export class LockClient implements AsyncDisposable {
     return lock;
   }
 
-  /** Sends an idempotent request with retries, tracked so that close() waits for it. */
-  #retrying(request: Request, untilMs: number | undefined, done: RetryCallback): void {
+  /**
+   * Sends an idempotent request with retries, tracked so that close() ends it; and waits for it,
+   * unless it is an extension (`owedAtClose` false).
+   */
+  #retrying(request: Request, untilMs: number | undefined, done: RetryCallback, owedAtClose = true): void {
     const retrying = new RetryingRequest(
       this.#transport,
       this.#timers,
@@ -254,15 +273,19 @@ export class LockClient implements AsyncDisposable {
     );
     // After close there is no connection and no timer left to retry with.
     if (this.#closed) retrying.abandon(new ClientClosedError());
-    else if (!retrying.over) this.#background.add(retrying);
+    else if (!retrying.over) (owedAtClose ? this.#background : this.#extensions).add(retrying);
   }
 
   readonly #retryOver: RetryCallback = (retrying) => {
-    if (!this.#background.delete(retrying) || this.#background.size > 0) return;
-    const waiters = this.#backgroundDone;
-    this.#backgroundDone = [];
-    for (const resolve of waiters) resolve();
+    if (this.#background.delete(retrying)) this.#notifyShrunk();
+    else this.#extensions.delete(retrying);
   };
+
+  #notifyShrunk(): void {
+    const waiters = this.#shrunk;
+    this.#shrunk = [];
+    for (const resolve of waiters) resolve();
+  }
 
   #releaseUnwanted(key: string, token: bigint, id: string | undefined): void {
     this.#retrying(
@@ -285,11 +308,13 @@ export class LockClient implements AsyncDisposable {
     return new Promise((resolve, reject) => {
       if (this.#closing !== undefined) throw new ClientClosedError();
       checkDuration("leaseMs", leaseMs, 1);
-      this.#retrying({ op: "X", key, token, leaseMs, id }, untilMs, ({ reply, ticket }, error) => {
+      const request: Request = { op: "X", key, token, leaseMs, id };
+      const done: RetryCallback = ({ reply, ticket }, error) => {
         if (error !== undefined) reject(error);
         else if (reply?.kind !== "X") reject(new ProtocolError(`unexpected ${reply?.kind} reply to X`));
         else resolve(reply.extended ? ticket!.writtenAt : false);
-      });
+      };
+      this.#retrying(request, untilMs, done, false);
     });
   }
 
@@ -321,28 +346,26 @@ export class LockClient implements AsyncDisposable {
     const deadline = this.#timers.clock.now() + this.#options.releaseRetryMs;
     await this.#quiesce(deadline);
     this.#closed = true;
-    for (const retrying of this.#background.toArray()) retrying.abandon(new ClientClosedError());
+    for (const retrying of [...this.#background.toArray(), ...this.#extensions.toArray()])
+      retrying.abandon(new ClientClosedError());
     this.#transport.close();
     this.#timers.stop();
     this.#events.emit("close", {});
   }
 
-  /** Waits until no request is outstanding or retrying, or until `deadline`. */
+  /**
+   * Waits until `deadline` at most for what close() owes the servers: releases and other retries to
+   * finish, and the answers to given-up acquires (a grant that won the race is released). Not for
+   * extensions (close() releases the locks, and a lock already lost on a stopped server would keep
+   * its last one unanswered until the deadline), pings or probes: nothing would use their answers.
+   */
   async #quiesce(deadline: number): Promise<void> {
-    for (;;) {
+    while (this.#background.size > 0 || this.#pending.size > 0) {
       const left = deadline - this.#timers.clock.now();
-      let settled: Promise<unknown>;
       if (left <= 0) return;
-      if (this.#background.size > 0) {
-        settled = new Promise<void>((resolve) => this.#backgroundDone.push(resolve));
-      } else if (this.#transport.outstanding > 0) {
-        settled = this.#transport.idle();
-      } else {
-        return;
-      }
       let timer: Timer | undefined;
       await Promise.race([
-        settled,
+        new Promise<void>((resolve) => this.#shrunk.push(resolve)),
         new Promise<void>((resolve) => (timer = this.#timers.after(left, resolve))),
       ]);
       timer?.cancel();

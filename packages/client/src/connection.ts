@@ -58,8 +58,6 @@ export interface ConnectionListener {
   hasAlternatives(connection: Connection): boolean;
   /** Called before the handlers of the requests it carried hear `onLost`. */
   closed(connection: Connection, error: Error | undefined): void;
-  /** Replies were handed out (or the connection closed): the outstanding count may have dropped. */
-  settled(): void;
 }
 
 const READ_BUFFER_BYTES = 64 * 1024;
@@ -153,11 +151,6 @@ export class Connection {
   /** Monotonic ms of the last data received: when the replies being handled now arrived. */
   get lastReceivedAt(): number {
     return this.#lastReceivedAt;
-  }
-
-  /** Requests queued or awaiting a reply. */
-  get outstanding(): number {
-    return this.#queue.outstanding;
   }
 
   /** Whether any byte came back on it (an authenticated connection has had its `H` answered). */
@@ -287,7 +280,6 @@ export class Connection {
         ticket.handler.onReply(frame, ticket);
       } else this.#unmatched(frame);
     }
-    this.#listener.settled();
   }
 
   /** A reply to no outstanding request: a connection-level error line, or a server bug. */
@@ -361,6 +353,5 @@ export class Connection {
     const { unwritten, written } = this.#queue.takeAll();
     for (const ticket of unwritten) ticket.handler.onLost(ticket, false, error);
     for (const ticket of written) ticket.handler.onLost(ticket, true, error);
-    this.#listener.settled();
   }
 }

@@ -31,9 +31,12 @@ export class FakeRouter implements Router {
   readonly withdrawn: Ticket[] = [];
   readonly redirects: Array<{ from: number; to: string }> = [];
   readonly drained: Ticket[] = [];
+  /** Calls of `send`, whether or not they found a connection. */
+  attempts = 0;
   #nextConnection = 0;
 
   send(request: Request, handler: ReplyHandler, address?: string): Ticket | undefined {
+    this.attempts += 1;
     if (!this.available) return undefined;
     const ticket = new Ticket(request, handler, address);
     ticket.writtenAt = Date.now();

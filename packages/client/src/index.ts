@@ -18,5 +18,5 @@ export type { ClientEventListener, ClientEventName, ClientEvents, ConnectionRef 
 export type { LockState } from "./lock.js";
 export { Lock } from "./lock.js";
 export type { LockClientOptions } from "./options.js";
-export { DEFAULT_OPTIONS } from "./options.js";
+export { checkKey, DEFAULT_OPTIONS } from "./options.js";
 export type { SlotState } from "./server-pool.js";

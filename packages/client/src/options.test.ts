@@ -12,11 +12,13 @@ describe("options", () => {
       tls: undefined,
       connectTimeoutMs: 5_000,
       reconnectIntervalMs: 3_000,
+      reconnectJitterMs: 1_000,
       keepAliveMs: 30_000,
       answerTimeoutMs: 250,
       releaseRetryMs: 5_000,
       retryIntervalMs: 200,
       maxKeyBytes: 1_024,
+      waitForReady: false,
     });
     expect(DEFAULT_OPTIONS.releaseRetryMs).toBe(5_000);
     expect(DEFAULT_OPTIONS.retryIntervalMs).toBe(200);
@@ -37,6 +39,8 @@ describe("options", () => {
     [{ servers: ["a:1"], connectTimeoutMs: 0 }],
     [{ servers: ["a:1"], keepAliveMs: 1.5 }],
     [{ servers: ["a:1"], answerTimeoutMs: -1 }],
+    [{ servers: ["a:1"], reconnectJitterMs: -1 }],
+    [{ servers: ["a:1"], waitForReady: "yes" as unknown as boolean }],
   ])("refuses unusable options: %j", (options) => {
     expect(() => resolveOptions(options)).toThrow(InvalidArgumentError);
   });
@@ -56,6 +60,31 @@ describe("options", () => {
     })();
     expect(error?.code).toBe("LOCK_INVALID_ARGUMENT");
     expect(error?.cause).toBe("KEY_TOO_LONG");
+  });
+
+  it("says what is wrong with a bad key, and where", () => {
+    const message = (key: string) => {
+      try {
+        checkKey(key, 1024);
+      } catch (e) {
+        return [(e as InvalidArgumentError).message, (e as InvalidArgumentError).cause];
+      }
+      return undefined;
+    };
+    const rule = "(a key may not contain spaces or control characters)";
+    expect(message("")).toEqual(['key "" is empty', "BAD_KEY"]);
+    expect(message("orders 42")).toEqual([`key "orders 42" contains a space at index 6 ${rule}`, "BAD_KEY"]);
+    expect(message("tab\there")).toEqual([
+      `key "tab\\there" contains the control character U+0009 at index 3 ${rule}`,
+      "BAD_KEY",
+    ]);
+    expect(message("crlf\r")).toEqual([
+      `key "crlf\\r" contains the control character U+000D at index 4 ${rule}`,
+      "BAD_KEY",
+    ]);
+    expect(message("lone\ud800")?.[0]).toMatch(/lone surrogate U\+D800 at index 4/);
+    // What the protocol allows stays allowed: other Unicode, a surrogate pair, a leading dash.
+    expect(message("caf\u00e9:\u{1F512}:-")).toBeUndefined();
   });
 
   it("checks durations: integer ms within what the wire carries", () => {

@@ -15,6 +15,11 @@ export interface LockClientOptions {
   /** Delay before reconnecting a connection that went down, and between failed attempts. Default 3000. */
   readonly reconnectIntervalMs?: number;
   /**
+   * Up to this much more, at random, before each of those reconnects, so that the clients of a
+   * restarted node do not all reconnect at the same moment. 0 turns it off. Default 1000.
+   */
+  readonly reconnectJitterMs?: number;
+  /**
    * A connection that received nothing for this long is pinged; if the ping is not answered within
    * the same time the connection is treated as dead. 0 turns pings off. Default 30000 (lockd closes
    * idle connections after 10 minutes).
@@ -33,6 +38,11 @@ export interface LockClientOptions {
   readonly retryIntervalMs?: number;
   /** Longest key in UTF-8 bytes, checked before sending; match lockd's `--max-key-bytes`. Default 1024. */
   readonly maxKeyBytes?: number;
+  /**
+   * The default of `acquire`'s `waitForReady`: false fails an acquire with NoServerError once every
+   * connection was tried; true keeps trying within its `waitMs` (a lockd restart). Default false.
+   */
+  readonly waitForReady?: boolean;
 }
 
 export interface ResolvedOptions {
@@ -41,21 +51,25 @@ export interface ResolvedOptions {
   readonly tls: ConnectionOptions | undefined;
   readonly connectTimeoutMs: number;
   readonly reconnectIntervalMs: number;
+  readonly reconnectJitterMs: number;
   readonly keepAliveMs: number;
   readonly answerTimeoutMs: number;
   readonly releaseRetryMs: number;
   readonly retryIntervalMs: number;
   readonly maxKeyBytes: number;
+  readonly waitForReady: boolean;
 }
 
 export const DEFAULT_OPTIONS = Object.freeze({
   connectTimeoutMs: 5_000,
   reconnectIntervalMs: 3_000,
+  reconnectJitterMs: 1_000,
   keepAliveMs: 30_000,
   answerTimeoutMs: 250,
   releaseRetryMs: 5_000,
   retryIntervalMs: 200,
   maxKeyBytes: DEFAULT_LIMITS.maxKeyBytes,
+  waitForReady: false,
 });
 
 /** Validates and completes the client options; throws InvalidArgumentError for anything unusable. */
@@ -73,7 +87,7 @@ export function resolveOptions(options: LockClientOptions): ResolvedOptions {
     throw new InvalidArgumentError("authToken must be 1-1024 printable ASCII characters without space");
   }
   const tls = options.tls === true ? {} : options.tls === false ? undefined : options.tls;
-  const number = (name: keyof typeof DEFAULT_OPTIONS, min: number): number => {
+  const number = (name: Exclude<keyof typeof DEFAULT_OPTIONS, "waitForReady">, min: number): number => {
     const value = options[name] ?? DEFAULT_OPTIONS[name];
     if (!Number.isSafeInteger(value) || value < min) {
       throw new InvalidArgumentError(`${name} must be an integer >= ${min}, got ${String(value)}`);
@@ -86,27 +100,55 @@ export function resolveOptions(options: LockClientOptions): ResolvedOptions {
     tls,
     connectTimeoutMs: number("connectTimeoutMs", 1),
     reconnectIntervalMs: number("reconnectIntervalMs", 0),
+    reconnectJitterMs: number("reconnectJitterMs", 0),
     keepAliveMs: number("keepAliveMs", 0),
     answerTimeoutMs: number("answerTimeoutMs", 0),
     releaseRetryMs: number("releaseRetryMs", 0),
     retryIntervalMs: number("retryIntervalMs", 1),
     maxKeyBytes: number("maxKeyBytes", 1),
+    waitForReady: checkFlag("waitForReady", options.waitForReady) ?? DEFAULT_OPTIONS.waitForReady,
   };
 }
 
-/** Throws InvalidArgumentError unless `key` can be sent as is. */
-export function checkKey(key: string, maxKeyBytes: number): void {
+/**
+ * Throws InvalidArgumentError unless `key` is a lock key: 1 to `maxKeyBytes` UTF-8 bytes with no
+ * space and no control character (docs/protocol.md, "Field syntax"; the protocol separates fields
+ * with spaces, so a space would split the key and shift every field after it). The message names
+ * the offending character and where it is; `cause` is the protocol code (BAD_KEY, KEY_TOO_LONG).
+ */
+export function checkKey(key: string, maxKeyBytes: number = DEFAULT_OPTIONS.maxKeyBytes): void {
   if (typeof key !== "string") throw new InvalidArgumentError(`key must be a string, got ${typeof key}`);
   const problem = validateKey(key, maxKeyBytes);
   if (problem === "KEY_TOO_LONG") {
     throw new InvalidArgumentError(`key is over ${maxKeyBytes} UTF-8 bytes`, { cause: problem });
   }
   if (problem !== undefined) {
-    throw new InvalidArgumentError(
-      `key ${JSON.stringify(key)} is empty or contains a space or control character`,
-      { cause: problem },
-    );
+    throw new InvalidArgumentError(`key ${JSON.stringify(key)} ${badKeyReason(key)}`, { cause: problem });
   }
+}
+
+/** Why a key that validateKey refused is not one, for a person to read. */
+function badKeyReason(key: string): string {
+  if (key.length === 0) return "is empty";
+  const rule = "(a key may not contain spaces or control characters)";
+  for (let i = 0; i < key.length; i++) {
+    const code = key.charCodeAt(i);
+    const hex = `U+${code.toString(16).toUpperCase().padStart(4, "0")}`;
+    if (code === 0x20) return `contains a space at index ${i} ${rule}`;
+    if (code < 0x20 || code === 0x7f) return `contains the control character ${hex} at index ${i} ${rule}`;
+    if (code >= 0xd800 && code <= 0xdfff) {
+      const paired = code <= 0xdbff && (key.charCodeAt(i + 1) & 0xfc00) === 0xdc00;
+      if (!paired) return `contains a lone surrogate ${hex} at index ${i}, which has no UTF-8 form`;
+      i++;
+    }
+  }
+  return "is not a valid key";
+}
+
+/** Undefined, or a boolean; throws InvalidArgumentError for anything else. */
+export function checkFlag(name: string, value: unknown): boolean | undefined {
+  if (value === undefined || typeof value === "boolean") return value;
+  throw new InvalidArgumentError(`${name} must be true or false, got ${String(value)}`);
 }
 
 /** Throws InvalidArgumentError unless `ms` is a duration the wire can carry (integer ms, `min`..max). */

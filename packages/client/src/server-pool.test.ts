@@ -65,6 +65,78 @@ describe("ServerPool", () => {
     expect(new Set(picks(pool, 3))).toEqual(new Set([0, 1, 2]));
   });
 
+  describe("reconnect jitter", () => {
+    const JITTER = 1_000;
+    /** A scripted random source: hands out `values` in turn. */
+    const scripted =
+      (...values: number[]) =>
+      () => {
+        const value = values.shift();
+        if (value === undefined) throw new Error("the test ran out of random values");
+        return value;
+      };
+    /** A small seeded generator (mulberry32): a fleet of clients, each with its own draws, repeatably. */
+    const seeded = (seed: number) => () => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+    };
+
+    it("adds a random part of reconnectJitterMs to every background reconnect, never less than the interval", () => {
+      const pool = new ServerPool(["a:1"], {
+        ...OPTIONS,
+        reconnectJitterMs: JITTER,
+        random: scripted(0, 0.5, 0.9999),
+      });
+      const [first, second] = pool.slots as [PoolSlot, PoolSlot];
+      for (const slot of pool.dueForConnect(0)) {
+        pool.connecting(slot, 0);
+        pool.ready(slot);
+      }
+      // Both connections drop at the same moment (the node restarted).
+      expect(pool.down(first, 10_000)).toBe(INTERVAL);
+      expect(pool.down(second, 10_000)).toBe(INTERVAL + 500);
+      expect(pool.dueForConnect(10_000 + INTERVAL)).toEqual([first]);
+      pool.connecting(first, 13_000);
+      expect(pool.nextConnectAt()).toBe(10_000 + INTERVAL + 500);
+      // A failed attempt is jittered again.
+      expect(pool.down(first, 13_010)).toBe(INTERVAL + 999);
+      expect(pool.dueForConnect(13_010 + INTERVAL + 998)).toEqual([second]);
+    });
+
+    it("spreads a fleet that lost its node at one moment over the jitter, where without it all reconnect together", () => {
+      const fleet = (jitter: number) =>
+        Array.from({ length: 200 }, (_, client) => {
+          const pool = new ServerPool(["a:1"], {
+            ...OPTIONS,
+            reconnectJitterMs: jitter,
+            random: seeded(client),
+          });
+          const slot = pool.slots[0]!;
+          pool.connecting(slot, 0);
+          pool.ready(slot);
+          pool.down(slot, 0);
+          return slot.nextConnectAt;
+        });
+      expect(new Set(fleet(0))).toEqual(new Set([INTERVAL]));
+      const jittered = fleet(JITTER);
+      expect(Math.min(...jittered)).toBeGreaterThanOrEqual(INTERVAL);
+      expect(Math.max(...jittered)).toBeLessThan(INTERVAL + JITTER);
+      // Spread over the whole second: every tenth of it gets some of the fleet, none most of it.
+      const perTenth = new Array<number>(10).fill(0);
+      for (const at of jittered) perTenth[Math.floor((at - INTERVAL) / (JITTER / 10))]! += 1;
+      expect(Math.min(...perTenth)).toBeGreaterThan(0);
+      expect(Math.max(...perTenth)).toBeLessThan(60);
+    });
+
+    it("is on by default: 1 s on top of the 3 s interval", () => {
+      expect(DEFAULT_OPTIONS.reconnectJitterMs).toBe(1_000);
+      expect(resolveOptions({ servers: ["a:1"] }).reconnectJitterMs).toBe(1_000);
+      expect(resolveOptions({ servers: ["a:1"], reconnectJitterMs: 0 }).reconnectJitterMs).toBe(0);
+    });
+  });
+
   it("says when a request can wait for a connection that is opening", () => {
     const pool = new ServerPool(["a:1", "b:1"], OPTIONS);
     const [a, b] = pool.slots as [PoolSlot, PoolSlot];

@@ -1,3 +1,5 @@
+import { jittered, type Random } from "./jitter.js";
+
 /**
  * The connection slots of a client and the policy that rotates and reconnects them, as a pure unit:
  * no sockets and no timers; time comes in as arguments. The socket adapter reports what happened
@@ -8,7 +10,9 @@
  *   flowing while one of the two reconnects;
  * - requests go round-robin over the `ready` slots; a slot that is not ready is skipped;
  * - a slot that went down is connected again `reconnectIntervalMs` after it went down, and again
- *   every `reconnectIntervalMs` for as long as attempts fail;
+ *   every `reconnectIntervalMs` for as long as attempts fail, each time plus a random part of
+ *   `reconnectJitterMs` (see jitter.ts), so that the clients of a restarted node do not all
+ *   reconnect at the same moment, and again together 3 s later;
  * - a node that redirected us (a standby) is only used while no other node is ready, so requests go
  *   straight to the active once it is known; connecting again forgets the mark;
  * - a redirect to an address not configured adds a slot for it; a redirect to an address whose slot
@@ -58,6 +62,10 @@ export interface PoolSlot {
 export interface ServerPoolOptions {
   /** Background reconnects of a slot that went down: this long after, and again while they fail. */
   readonly reconnectIntervalMs: number;
+  /** Up to this much more, at random, on each background reconnect. Default 0. */
+  readonly reconnectJitterMs?: number;
+  /** The random source for the jitter. Default `Math.random`. */
+  readonly random?: Random;
   /** The least time between two connect attempts of one slot brought forward by redirects. */
   readonly hintIntervalMs: number;
   /** How long a connection may owe replies in silence before the others are probed. */
@@ -72,6 +80,8 @@ const FAST_PROBES_PER_TIMEOUT = 5;
 export class ServerPool {
   readonly #slots: PoolSlot[] = [];
   readonly #reconnectIntervalMs: number;
+  readonly #reconnectJitterMs: number;
+  readonly #random: Random;
   readonly #hintIntervalMs: number;
   readonly #answerTimeoutMs: number;
   #cursor = 0;
@@ -82,6 +92,8 @@ export class ServerPool {
   constructor(addresses: readonly string[], options: ServerPoolOptions) {
     if (addresses.length === 0) throw new RangeError("at least one server address is required");
     this.#reconnectIntervalMs = options.reconnectIntervalMs;
+    this.#reconnectJitterMs = options.reconnectJitterMs ?? 0;
+    this.#random = options.random ?? Math.random;
     this.#hintIntervalMs = options.hintIntervalMs;
     this.#answerTimeoutMs = options.answerTimeoutMs;
     const perAddress = addresses.length === 1 ? 2 : 1;
@@ -116,14 +128,19 @@ export class ServerPool {
     slot.lastError = undefined;
   }
 
-  /** The slot's connection closed or failed to open: it is excluded until its next attempt. */
-  down(slot: PoolSlot, nowMs: number, error?: Error): void {
+  /**
+   * The slot's connection closed or failed to open: it is excluded until its next attempt, which is
+   * `reconnectIntervalMs` plus a random part of `reconnectJitterMs` from now. Returns that delay.
+   */
+  down(slot: PoolSlot, nowMs: number, error?: Error): number {
     if (slot.state === "connecting") slot.failedAttempts += 1;
     slot.state = "idle";
     slot.silentSince = Number.NaN;
-    slot.nextConnectAt = nowMs + this.#reconnectIntervalMs;
+    const delay = jittered(this.#reconnectIntervalMs, this.#reconnectJitterMs, this.#random);
+    slot.nextConnectAt = nowMs + delay;
     slot.lastError = error ?? slot.lastError;
     this.#lastError = error ?? this.#lastError;
+    return delay;
   }
 
   /** The node is shutting down (`SHUTTING_DOWN`): no new requests until its connection closes. */

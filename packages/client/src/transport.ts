@@ -44,7 +44,6 @@ export class Transport implements Router, ConnectionListener {
   #parked: Ticket[] = [];
   readonly #reconnectTimer: EarliestTimer;
   #closed = false;
-  #idleWaiters: Array<() => void> = [];
   readonly #probeTimer: EarliestTimer;
   /** Slots with an `I` probe on its way: one at a time each. */
   readonly #probing = new Set<PoolSlot>();
@@ -61,6 +60,7 @@ export class Transport implements Router, ConnectionListener {
     this.#searchTimer = new EarliestTimer(timers, () => this.#search());
     this.pool = new ServerPool(options.servers, {
       reconnectIntervalMs: options.reconnectIntervalMs,
+      reconnectJitterMs: options.reconnectJitterMs,
       hintIntervalMs: options.retryIntervalMs,
       answerTimeoutMs: options.answerTimeoutMs,
     });
@@ -76,13 +76,6 @@ export class Transport implements Router, ConnectionListener {
   /** Registered connections: how many an acquire may try before it gives up. */
   get size(): number {
     return this.pool.size;
-  }
-
-  /** Requests not yet answered on any connection, parked ones included. */
-  get outstanding(): number {
-    let count = this.#parked.length;
-    for (const connection of this.#connections.values()) count += connection.outstanding;
-    return count;
   }
 
   /**
@@ -164,19 +157,6 @@ export class Transport implements Router, ConnectionListener {
     if (slot !== undefined) this.pool.draining(slot);
   }
 
-  /** Resolves once no request is outstanding (at once if none is). */
-  idle(): Promise<void> {
-    if (this.outstanding === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
-  }
-
-  settled(): void {
-    if (this.#idleWaiters.length === 0 || this.outstanding > 0) return;
-    const waiters = this.#idleWaiters;
-    this.#idleWaiters = [];
-    for (const resolve of waiters) resolve();
-  }
-
   /** Closes every connection; parked and outstanding requests are reported lost. */
   close(): void {
     this.#closed = true;
@@ -224,15 +204,11 @@ export class Transport implements Router, ConnectionListener {
     this.#connections.delete(slot);
     this.#probing.delete(slot);
     const wasReady = slot.state === "ready" || slot.state === "draining";
-    this.pool.down(slot, this.#timers.clock.now(), error);
+    const retryInMs = this.pool.down(slot, this.#timers.clock.now(), error);
     // Open, then closed without a byte back: whatever accepted it did not reach a lockd.
     if (wasReady && !connection.receivedAny) this.pool.distrust(slot);
     if (this.#closed) return;
-    const ref = {
-      address: slot.address,
-      connection: slot.index,
-      retryInMs: this.#options.reconnectIntervalMs,
-    };
+    const ref = { address: slot.address, connection: slot.index, retryInMs };
     if (error instanceof ProtocolError) this.#events.emit("protocolError", { ...ref, error });
     if (wasReady) this.#events.emit("disconnect", { ...ref, error });
     else this.#events.emit("connectFailed", { ...ref, error: error ?? new Error("connection failed") });
