@@ -107,7 +107,7 @@ describe.each([
     const since = cluster.nodes[1]!.logs.length;
     const active = cluster.advertised(0);
     expectRefused(
-      await forge(cluster, 1, clientToken, [`!J ${active} active 1 1`, "!S 1 0 0", "!s 0", "!O 1 1000"]),
+      await forge(cluster, 1, clientToken, [`!J ${active} active 1 1`, "!S 1 0", "!s 0 0", "!O 1 1000"]),
     );
     expect(await snapshot(cluster, 1, clientToken)).toEqual(before);
     expect(roleChangesSince(cluster.nodes[1]!, since)).toEqual([]);
@@ -129,9 +129,9 @@ describe.each([
     expectRefused(
       await forge(cluster, 1, clientToken, [
         `!J ${active} active 1 1`,
-        "!S 1 0 1",
+        "!S 1 0",
         "!h injected:key 1 86400000 evil",
-        "!s 0",
+        "!s 0 1",
       ]),
     );
     expect(await snapshot(cluster, 1, clientToken)).toEqual(before);

@@ -93,8 +93,7 @@ export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LI
       return `!B ${addressText(node)} ${roleText(role)} ${epochText(epoch)} ${activeText} ${epochText(highest)}\n`;
     }
     case "S": {
-      const { epoch, seq, count } = frame;
-      return `!S ${epochText(epoch)} ${formatSafeInteger(seq, "seq")} ${formatSafeInteger(count, "count")}\n`;
+      return `!S ${epochText(frame.epoch)} ${formatSafeInteger(frame.seq, "seq")}\n`;
     }
     case "h": {
       const { key, token, remainingMs, id } = frame;
@@ -102,6 +101,7 @@ export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LI
       return `!h ${keyText(key, limits)} ${formatToken(token)} ${remaining}${idSuffix(id)}\n`;
     }
     case "s":
+      return `!s ${formatSafeInteger(frame.seq, "seq")} ${formatSafeInteger(frame.count, "count")}\n`;
     case "K":
       return `!${frame.peer} ${formatSafeInteger(frame.seq, "seq")}\n`;
     case "G": {

@@ -115,13 +115,13 @@ export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
     line: "!B [::1]:7421 standby 7 - 1099511627775",
     value: { peer: "B", node: "[::1]:7421", role: "standby", epoch: 7n, highest: 1_099_511_627_775n },
   },
-  { line: "!S 7 1234 2", value: { peer: "S", epoch: 7n, seq: 1234, count: 2 } },
+  { line: "!S 7 1234", value: { peer: "S", epoch: 7n, seq: 1234 } },
   {
     line: "!h orders:42 7696581394433 29500 job-1",
     value: { peer: "h", key: "orders:42", token: 7_696_581_394_433n, remainingMs: 29_500, id: "job-1" },
   },
   { line: "!h k 1 0", value: { peer: "h", key: "k", token: 1n, remainingMs: 0 } },
-  { line: "!s 1234", value: { peer: "s", seq: 1234 } },
+  { line: "!s 1234 2", value: { peer: "s", seq: 1234, count: 2 } },
   {
     line: "!G 1235 orders:43 7696581394434 30000 job-9",
     value: {
@@ -309,7 +309,8 @@ export const BAD_REQUESTS: readonly BadLine[] = [
   // Epochs beyond the token layout's 40 bits would overflow every token made from them.
   { line: "!B 10.0.0.5:7420 standby 18446744073709551615 - 1", code: "BAD_ARGUMENT" },
   { line: "!B 10.0.0.5:7420 standby 1 - 1099511627776", code: "BAD_ARGUMENT" },
-  { line: "!S 1099511627776 1 0", code: "BAD_ARGUMENT" },
+  { line: "!S 1099511627776 1", code: "BAD_ARGUMENT" },
+  { line: "!S 1 2 3", code: "BAD_SYNTAX" },
   { line: "!P 1 1099511627776", code: "BAD_ARGUMENT" },
   { line: "!O 1 1099511627776", code: "BAD_ARGUMENT" },
   { line: "!G 1 k 01 30 x", code: "BAD_TOKEN" },
@@ -317,7 +318,8 @@ export const BAD_REQUESTS: readonly BadLine[] = [
   { line: "!G 1 k 5 30 -", code: "BAD_ID" },
   { line: "!F 1 k\u0001 5", code: "BAD_KEY" },
   { line: "!h k 5", code: "BAD_SYNTAX" },
-  { line: "!S 1 2 -3", code: "BAD_ARGUMENT" },
+  { line: "!s 2 -3", code: "BAD_ARGUMENT" },
+  { line: "!s 2", code: "BAD_SYNTAX" },
   { line: "!K 18446744073709551616", code: "BAD_ARGUMENT" },
   { line: "!Z 1", code: "BAD_SYNTAX" },
   { line: "!", code: "BAD_SYNTAX" },

@@ -75,13 +75,8 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
     }
     case "!S":
       return (
-        r.expect(4, 4, "!S <epoch> <seq> <count>") ??
-        r.result({
-          peer: "S",
-          epoch: r.epoch(1),
-          seq: r.integer(2, "seq"),
-          count: r.integer(3, "count"),
-        })
+        r.expect(3, 3, "!S <epoch> <seq>") ??
+        r.result({ peer: "S", epoch: r.epoch(1), seq: r.integer(2, "seq") })
       );
     case "!h":
       return (
@@ -94,7 +89,10 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
         )
       );
     case "!s":
-      return r.expect(2, 2, "!s <seq>") ?? r.result({ peer: "s", seq: r.integer(1, "seq") });
+      return (
+        r.expect(3, 3, "!s <seq> <count>") ??
+        r.result({ peer: "s", seq: r.integer(1, "seq"), count: r.integer(2, "count") })
+      );
     case "!G":
       return (
         r.expect(5, 6, "!G <seq> <key> <token> <leaseMs> [<id>]") ??

@@ -63,13 +63,15 @@ export interface HeartbeatFrame {
   readonly highest: bigint;
 }
 
-/** `!S`: snapshot begin; `count` `!h` frames follow, then `!s`. */
+/**
+ * `!S`: snapshot begin; `!h` frames follow, then `!s`. The active sends the table in chunks while it
+ * keeps serving, so how many holders it sends is known only at the end (`!s`).
+ */
 export interface SnapshotBeginFrame {
   readonly peer: "S";
   readonly epoch: bigint;
-  /** The replication sequence the snapshot covers. */
+  /** The replication sequence the snapshot starts from: changes after it follow the snapshot. */
   readonly seq: number;
-  readonly count: number;
 }
 
 /** `!h`: one holder in a snapshot. */
@@ -81,10 +83,11 @@ export interface SnapshotHolderFrame {
   readonly id?: string;
 }
 
-/** `!s`: snapshot end. */
+/** `!s`: snapshot end: the `!S` sequence number again, and how many `!h` frames were sent. */
 export interface SnapshotEndFrame {
   readonly peer: "s";
   readonly seq: number;
+  readonly count: number;
 }
 
 /** `!G`: a replicated grant. */

@@ -210,7 +210,7 @@ class StreamModel {
   lastSeq: number;
   /** A snapshot completed on this link: changes may follow. */
   synced = true;
-  snapshot: { seq: number; count: number; table: Map<string, bigint> } | undefined;
+  snapshot: { seq: number; table: Map<string, bigint> } | undefined;
 
   constructor(table: Map<string, bigint>, seq: number) {
     this.table = new Map(table);
@@ -237,15 +237,15 @@ class StreamModel {
       case "S":
         if (snapshot || frame.seq < this.lastSeq) return false;
         this.lastSeq = frame.seq;
-        this.snapshot = { seq: frame.seq, count: frame.count, table: new Map() };
+        this.snapshot = { seq: frame.seq, table: new Map() };
         return true;
       case "h":
-        if (!snapshot || snapshot.table.size >= snapshot.count || snapshot.table.has(frame.key)) return false;
+        if (!snapshot || snapshot.table.has(frame.key)) return false;
         if (!tokenOk(frame.token) || frame.remainingMs > TIMER_MAX_MS) return false;
         snapshot.table.set(frame.key, frame.token);
         return true;
       case "s":
-        if (!snapshot || snapshot.table.size !== snapshot.count || frame.seq !== snapshot.seq) return false;
+        if (!snapshot || snapshot.table.size !== frame.count || frame.seq !== snapshot.seq) return false;
         this.table = snapshot.table;
         this.snapshot = undefined;
         this.synced = true;
@@ -307,24 +307,24 @@ function stepLines(s: Step, seq: number): string[] {
       const count = 1 + Number(s.tokenOffset % 3n);
       const fault = s.snapshotFault;
       const announced = fault === "count+1" ? count + 1 : fault === "count-1" ? count - 1 : count;
-      frames.push({ peer: "S", epoch: EPOCH, seq, count: announced });
+      frames.push({ peer: "S", epoch: EPOCH, seq });
       for (let i = 0; i < count + (fault === "extra !h" ? 1 : 0); i++) {
         const key = KEYS[(KEYS.indexOf(s.key) + (fault === "key twice" ? 0 : i)) % KEYS.length]!;
         frames.push({ peer: "h", key, token: token + BigInt(i), remainingMs: lease });
-        if (i === 0 && fault === "!S inside") frames.push({ peer: "S", epoch: EPOCH, seq, count });
+        if (i === 0 && fault === "!S inside") frames.push({ peer: "S", epoch: EPOCH, seq });
         if (i === 0 && fault === "change inside") frames.push({ peer: "F", seq, key, token });
       }
-      frames.push({ peer: "s", seq: fault === "!s seq" ? seq + 1 : seq });
+      frames.push({ peer: "s", seq: fault === "!s seq" ? seq + 1 : seq, count: announced });
       break;
     }
     case "S":
-      frames.push({ peer: "S", epoch: EPOCH, seq, count: Number(s.tokenOffset % 3n) });
+      frames.push({ peer: "S", epoch: EPOCH, seq });
       break;
     case "h":
       frames.push({ peer: "h", key: s.key, token, remainingMs: lease });
       break;
     case "s":
-      frames.push({ peer: "s", seq });
+      frames.push({ peer: "s", seq, count: Number(s.tokenOffset % 3n) });
       break;
   }
   const lines = frames.map((frame) => encodePeer(frame).trimEnd());
@@ -342,8 +342,8 @@ describe("peer protocol fuzz", () => {
     const anyFrame = fc.oneof(
       fc.constantFrom(
         `!J ${FAKE_PEER} active 1 1`,
-        "!S 1 0 0",
-        "!s 0",
+        "!S 1 0",
+        "!s 0 0",
         "!O 1 1000",
         `!h injected 1 86400000 evil`,
         `!B ${FAKE_PEER} active 1 ${FAKE_PEER} 1`,
@@ -407,11 +407,11 @@ describe("peer protocol fuzz", () => {
             ...(snapshotKeys === undefined
               ? []
               : [
-                  encodePeer({ peer: "S", epoch: EPOCH, seq: seq0, count: initial.size }),
+                  encodePeer({ peer: "S", epoch: EPOCH, seq: seq0 }),
                   ...[...initial].map(([key, token]) =>
                     encodePeer({ peer: "h", key, token, remainingMs: 30_000 }),
                   ),
-                  encodePeer({ peer: "s", seq: seq0 }),
+                  encodePeer({ peer: "s", seq: seq0, count: initial.size }),
                 ]),
           ].map((text) => text.trimEnd());
           const model = new StreamModel(tableOf(server), snapshotKeys === undefined ? -1 : seq0);

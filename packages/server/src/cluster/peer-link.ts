@@ -82,6 +82,11 @@ export class PeerLink implements ClusterLink {
     this.#flush();
   }
 
+  /** Sent but not yet taken by the kernel: batched for this turn, or queued on the socket. */
+  get queuedBytes(): number {
+    return this.#out.length + (this.#writer?.queuedBytes ?? 0);
+  }
+
   /** Drops the connection; it is redialled (a slow peer, or a role change that needs a resync). */
   reset(): void {
     this.#socket?.destroy();

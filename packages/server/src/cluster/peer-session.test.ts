@@ -7,7 +7,7 @@ const MEMBERS = new Set([PEER, "10.0.0.2:7420", "10.0.0.3:7420"]);
 const TOKEN = (1n << 24n) + 1n; // epoch 1, sequence 1
 
 /** A session over a fake transport; `feed` sends wire lines, the record says what got through. */
-function session() {
+function session(maxSnapshotHolders?: number) {
   const applied: Array<SessionFrame | Snapshot> = [];
   const violations: string[] = [];
   const sent: string[] = [];
@@ -24,13 +24,18 @@ function session() {
     isMember: (address) => MEMBERS.has(address),
     violated: (_, reason) => violations.push(reason),
   };
-  const peerSession = new PeerSession(PEER, handler, {
-    send: (line) => sent.push(line.trimEnd()),
-    drop: (message) => {
-      dropped = message;
+  const peerSession = new PeerSession(
+    PEER,
+    handler,
+    {
+      send: (line) => sent.push(line.trimEnd()),
+      drop: (message) => {
+        dropped = message;
+      },
+      close: () => {},
     },
-    close: () => {},
-  });
+    maxSnapshotHolders,
+  );
   const feed = (...lines: string[]) => {
     for (const line of lines) {
       const frame = parseRequestLine(line);
@@ -53,7 +58,7 @@ function session() {
 /** A session that joined and took a snapshot of one holder at seq 10. */
 function synced() {
   const s = session();
-  s.feed(`!J ${PEER} active 5 5`, "!S 5 10 1", `!h a ${TOKEN} 1000 r1`, "!s 10");
+  s.feed(`!J ${PEER} active 5 5`, "!S 5 10", `!h a ${TOKEN} 1000 r1`, "!s 10 1");
   s.applied.length = 0;
   s.sent.length = 0;
   return s;
@@ -62,10 +67,10 @@ function synced() {
 describe("PeerSession", () => {
   it("hands on a join, a whole snapshot at its end, and the stream, acknowledging what was applied", () => {
     const s = session();
-    s.feed(`!J ${PEER} active 5 6`, "!S 5 10 2", `!h a ${TOKEN} 1000 r1`, `!h b ${TOKEN + 1n} 0`);
+    s.feed(`!J ${PEER} active 5 6`, "!S 5 10", `!h a ${TOKEN} 1000 r1`, `!h b ${TOKEN + 1n} 0`);
     // Nothing of a snapshot is applied before its `!s`.
     expect(s.applied).toEqual([{ peer: "J", node: PEER, role: "active", epoch: 5n, highest: 6n }]);
-    s.feed("!s 10", `!G 11 c ${TOKEN + 2n} 30000 r3`, `!F 11 c ${TOKEN + 2n}`, `!X 12 a ${TOKEN} 5000`);
+    s.feed("!s 10 2", `!G 11 c ${TOKEN + 2n} 30000 r3`, `!F 11 c ${TOKEN + 2n}`, `!X 12 a ${TOKEN} 5000`);
     expect(s.applied.slice(1)).toEqual([
       {
         epoch: 5n,
@@ -91,7 +96,7 @@ describe("PeerSession", () => {
   });
 
   const violations: Array<[string, () => ReturnType<typeof session>, string[]]> = [
-    ["a frame before !J", session, ["!S 5 10 0"]],
+    ["a frame before !J", session, ["!S 5 10"]],
     ["a second !J", synced, [`!J ${PEER} active 5 5`]],
     ["!J claiming another node", session, ["!J 10.0.0.2:7420 active 5 5"]],
     ["!B claiming another node", synced, ["!B 10.0.0.2:7420 active 5 - 5"]],
@@ -101,19 +106,24 @@ describe("PeerSession", () => {
     ["a proof after the handshake", synced, [`!V ${"a".repeat(64)}`]],
     ["an acknowledgement", synced, ["!K 10"]],
     ["!h outside a snapshot", synced, [`!h injected ${TOKEN} 86400000 evil`]],
-    ["!s without !S", synced, ["!s 10"]],
-    ["more !h than !S announced", synced, ["!S 5 20 1", `!h a ${TOKEN} 1`, `!h b ${TOKEN} 1`]],
-    ["fewer !h than !S announced", synced, ["!S 5 20 2", `!h a ${TOKEN} 1`, "!s 20"]],
-    ["a key twice in a snapshot", synced, ["!S 5 20 2", `!h a ${TOKEN} 1`, `!h a ${TOKEN} 2`]],
-    ["!s with another seq than !S", synced, ["!S 5 20 0", "!s 21"]],
-    ["!S inside a snapshot", synced, ["!S 5 20 1", "!S 5 20 0"]],
-    ["a change inside a snapshot", synced, ["!S 5 20 1", `!G 21 k ${TOKEN} 1`]],
+    ["!s without !S", synced, ["!s 10 0"]],
+    [
+      "more !h than this node can hold",
+      () => session(1),
+      [`!J ${PEER} active 5 5`, "!S 5 20", `!h a ${TOKEN} 1`, `!h b ${TOKEN} 1`],
+    ],
+    ["!s counting more !h than came", synced, ["!S 5 20", `!h a ${TOKEN} 1`, "!s 20 2"]],
+    ["!s counting fewer !h than came", synced, ["!S 5 20", `!h a ${TOKEN} 1`, `!h b ${TOKEN} 1`, "!s 20 1"]],
+    ["a key twice in a snapshot", synced, ["!S 5 20", `!h a ${TOKEN} 1`, `!h a ${TOKEN} 2`]],
+    ["!s with another seq than !S", synced, ["!S 5 20", "!s 21 0"]],
+    ["!S inside a snapshot", synced, ["!S 5 20", "!S 5 20"]],
+    ["a change inside a snapshot", synced, ["!S 5 20", `!G 21 k ${TOKEN} 1`]],
     ["a change before any snapshot", session, [`!J ${PEER} active 5 5`, `!G 1 k ${TOKEN} 1`]],
     ["a handoff before any snapshot", session, [`!J ${PEER} active 5 5`, "!O 1 1000"]],
     ["a sequence number going backwards", synced, [`!G 11 k ${TOKEN} 1`, `!F 10 k ${TOKEN}`]],
-    ["a snapshot older than the stream", synced, ["!S 5 9 0"]],
+    ["a snapshot older than the stream", synced, ["!S 5 9"]],
     ["a lease beyond the longest timer", synced, [`!G 11 k ${TOKEN} 2147483648`]],
-    ["a remaining lease beyond the longest timer", synced, ["!S 5 20 1", `!h a ${TOKEN} 2147483648`]],
+    ["a remaining lease beyond the longest timer", synced, ["!S 5 20", `!h a ${TOKEN} 2147483648`]],
     ["a token no grant has", synced, [`!G 11 k ${1n << 24n} 1`]],
   ];
 

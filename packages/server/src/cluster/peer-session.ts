@@ -60,7 +60,7 @@ export interface PeerTransport {
  * protocol before anything acts on it, and drops the link on the first frame that breaks it: a
  * handshake or acknowledgement frame, a node or epoch that does not fit, a sequence number going
  * backwards, a duration beyond any lease, a frame outside its place in the stream. Snapshots are
- * collected whole and handed on at `!s` only if `!S`'s count and sequence number match, so a
+ * collected whole and handed on at `!s` only if its count and sequence number match what came, so a
  * truncated or padded snapshot never touches the replica.
  *
  * Frames arrive in stream order from one connection; `flushAcks` runs after each read.
@@ -77,14 +77,22 @@ export class PeerSession {
   /** A snapshot has completed on this link: the stream's changes may follow. */
   #synced = false;
   #snapshot:
-    | { epoch: bigint; seq: number; count: number; holders: Snapshot["holders"][number][]; keys: Set<string> }
+    | { epoch: bigint; seq: number; holders: Snapshot["holders"][number][]; keys: Set<string> }
     | undefined;
+  /** The most holders a snapshot may carry: this node's key limit (it could not hold more). */
+  readonly #maxSnapshotHolders: number;
   #pendingAck: number | undefined;
 
-  constructor(peer: string, handler: PeerSessionHandler, transport: PeerTransport) {
+  constructor(
+    peer: string,
+    handler: PeerSessionHandler,
+    transport: PeerTransport,
+    maxSnapshotHolders = Number.POSITIVE_INFINITY,
+  ) {
     this.peer = peer;
     this.#handler = handler;
     this.#transport = transport;
+    this.#maxSnapshotHolders = maxSnapshotHolders;
   }
 
   /** Inside a snapshot (`!S` seen, `!s` not yet). */
@@ -102,13 +110,7 @@ export class PeerSession {
     switch (frame.peer) {
       case "S":
         this.#lastSeq = frame.seq;
-        this.#snapshot = {
-          epoch: frame.epoch,
-          seq: frame.seq,
-          count: frame.count,
-          holders: [],
-          keys: new Set(),
-        };
+        this.#snapshot = { epoch: frame.epoch, seq: frame.seq, holders: [], keys: new Set() };
         return;
       case "h": {
         const snapshot = this.#snapshot!;
@@ -211,14 +213,14 @@ export class PeerSession {
         return this.#checkSeq("S", frame.seq);
       case "h":
         if (!snapshot) return "!h outside a snapshot";
-        if (snapshot.holders.length >= snapshot.count)
-          return `more !h than the ${snapshot.count} !S announced`;
+        if (snapshot.holders.length >= this.#maxSnapshotHolders)
+          return `more !h than this node's key limit (${this.#maxSnapshotHolders})`;
         if (snapshot.keys.has(frame.key)) return "a key twice in one snapshot";
         return checkToken(frame.token) ?? checkDuration("remainingMs", frame.remainingMs);
       case "s":
         if (!snapshot) return "!s without !S";
-        if (snapshot.holders.length !== snapshot.count)
-          return `!s after ${snapshot.holders.length} !h, where !S announced ${snapshot.count}`;
+        if (snapshot.holders.length !== frame.count)
+          return `!s counts ${frame.count} !h, but ${snapshot.holders.length} came`;
         if (frame.seq !== snapshot.seq) return `!s ${frame.seq} ends the snapshot !S ${snapshot.seq} began`;
         return undefined;
     }

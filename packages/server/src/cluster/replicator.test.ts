@@ -1,7 +1,12 @@
 import { ManualClock, TimerQueue } from "@lock/deadline-heap";
 import { parseRequestLine } from "@lock/protocol";
 import { describe, expect, it } from "vitest";
-import { type ReplicaLink, Replicator } from "./replicator.js";
+import {
+  type ReplicaLink,
+  Replicator,
+  SNAPSHOT_CHUNK_HOLDERS,
+  SNAPSHOT_HIGH_WATER_BYTES,
+} from "./replicator.js";
 
 /** A link that records what would have been written. */
 function fakeLink(): ReplicaLink & { lines: string[] } {
@@ -12,6 +17,7 @@ function fakeLink(): ReplicaLink & { lines: string[] } {
       lines.push(...text.split("\n").filter((line) => line !== ""));
     },
     flush() {},
+    queuedBytes: 0,
   };
 }
 
@@ -28,7 +34,6 @@ function replicatorAt(window?: number, foldIntervalMs?: number) {
 }
 
 const table = {
-  keyCount: 2,
   *holders() {
     yield { key: "a", token: 11n, remainingMs: 900, id: "r1" };
     yield { key: "b", token: 12n, remainingMs: 50, id: undefined };
@@ -57,10 +62,10 @@ describe("Replicator", () => {
     replicator.free("b", 12n);
     replicator.announceEpoch(8n);
     expect(link.lines).toEqual([
-      "!S 7 1 2",
+      "!S 7 1",
       "!h a 11 900 r1",
       "!h b 12 50",
-      "!s 1",
+      "!s 1 2",
       "!G 2 c 13 30000 r2",
       "!X 3 a 11 5000",
       "!F 4 b 12",
@@ -112,14 +117,14 @@ describe("Replicator", () => {
     const { replicator, advance } = replicatorAt(2, 0);
     replicator.enabled = true;
     const link = fakeLink();
-    replicator.sendSnapshot(link, { keyCount: 0, holders: () => [] }, 1n);
+    replicator.sendSnapshot(link, { holders: () => [] }, 1n);
     replicator.grant("a", 1n, 1_000, "r1"); // seq 1
     replicator.grant("b", 2n, 1_000, undefined); // seq 2: two unacknowledged, the window is full
     replicator.free("a", 1n); // held back from here on
     replicator.grant("a", 3n, 1_000, "r2");
     replicator.free("b", 2n);
     advance(400);
-    expect(link.lines).toEqual(["!S 1 0 0", "!s 0", "!G 1 a 1 1000 r1", "!G 2 b 2 1000"]);
+    expect(link.lines).toEqual(["!S 1 0", "!s 0 0", "!G 1 a 1 1000 r1", "!G 2 b 2 1000"]);
     expect(replicator.lag(link)).toEqual({ ops: 5, sinceAckMs: 400 });
 
     replicator.acknowledged(link, 1); // one behind now: the folded changes go out
@@ -140,7 +145,7 @@ describe("Replicator", () => {
       const { replicator, advance, timers } = replicatorAt(1, 5);
       replicator.enabled = true;
       const link = fakeLink();
-      replicator.sendSnapshot(link, { keyCount: 0, holders: () => [] }, 1n);
+      replicator.sendSnapshot(link, { holders: () => [] }, 1n);
       replicator.grant("a", 1n, 1_000, undefined); // seq 1 fills the window
       replicator.free("a", 1n); // seq 2, held back
       replicator.acknowledged(link, 1);
@@ -161,7 +166,7 @@ describe("Replicator", () => {
     replicator.enabled = true;
     const fast = fakeLink();
     const slow = fakeLink();
-    const empty = { keyCount: 0, holders: () => [] };
+    const empty = { holders: () => [] };
     replicator.sendSnapshot(fast, empty, 1n);
     replicator.sendSnapshot(slow, empty, 1n);
     for (let round = 1; round <= 3; round++) {
@@ -202,5 +207,88 @@ describe("Replicator", () => {
       expect(woken).toBe(2);
       expect(timers.size).toBe(0);
     }
+  });
+
+  describe("a large snapshot", () => {
+    /** A live table (iterated lazily, like the engine's) and the changes the replicator is told of. */
+    function liveTable(size: number) {
+      const holders = new Map<string, { token: bigint; id: string | undefined }>();
+      for (let i = 0; i < size; i++) holders.set(`k${i}`, { token: BigInt(i + 1), id: `r${i}` });
+      const source = {
+        *holders() {
+          for (const [key, { token, id }] of holders) yield { key, token, remainingMs: 30_000, id };
+        },
+      };
+      return { holders, source };
+    }
+
+    /** What a standby ends with: the snapshot, then the changes that follow it. */
+    function replay(lines: string[]): Map<string, bigint> {
+      const result = new Map<string, bigint>();
+      for (const line of lines) {
+        const frame = parseRequestLine(line);
+        if (!("peer" in frame)) throw new Error(`not a peer frame: ${line}`);
+        if (frame.peer === "h" || frame.peer === "G") result.set(frame.key, frame.token);
+        if (frame.peer === "F" && result.get(frame.key) === frame.token) result.delete(frame.key);
+      }
+      return result;
+    }
+
+    it("goes out a chunk per turn; changes made meanwhile follow its end, folded", () => {
+      const { replicator, timers } = replicatorAt();
+      replicator.enabled = true;
+      const { holders, source } = liveTable(3 * SNAPSHOT_CHUNK_HOLDERS + 10);
+      const link = fakeLink();
+      replicator.sendSnapshot(link, source, 4n);
+      // The first chunk at once, then nothing more until the event loop turns.
+      expect(link.lines).toHaveLength(1 + SNAPSHOT_CHUNK_HOLDERS);
+      expect(replicator.isSendingSnapshot(link)).toBe(true);
+      // Meanwhile the node serves: a key already sent is freed, one not sent yet is freed and
+      // taken again, a new key is granted.
+      holders.delete("k0");
+      replicator.free("k0", 1n);
+      holders.set("k3000", { token: 9_000n, id: "r9" });
+      replicator.free("k3000", 3001n);
+      replicator.grant("k3000", 9_000n, 30_000, "r9");
+      holders.set("new", { token: 9_001n, id: undefined });
+      replicator.grant("new", 9_001n, 30_000, undefined);
+      replicator.announceEpoch(5n);
+      while (replicator.isSendingSnapshot(link)) timers.runDue();
+      const end = link.lines.findIndex((line) => line.startsWith("!s "));
+      // Nothing but holders inside the snapshot; its count is what was sent.
+      expect(link.lines.slice(1, end).every((line) => line.startsWith("!h "))).toBe(true);
+      expect(link.lines[end]).toBe(`!s 0 ${end - 1}`);
+      // The epoch taken meanwhile is announced after the folded changes, above their seq.
+      expect(link.lines.at(-1)).toMatch(/^!P \d+ 5$/);
+      const expected = new Map([...holders].map(([key, { token }]) => [key, token]));
+      expect(replay(link.lines)).toEqual(expected);
+      // Live from then on.
+      replicator.acknowledged(link, 0);
+      replicator.grant("later", 9_002n, 30_000, undefined);
+      expect(link.lines.at(-1)).toMatch(/^!G \d+ later 9002 30000$/);
+      expect(timers.size).toBe(0);
+    });
+
+    it("waits while its link is backed up, and stops when the link goes", () => {
+      const { replicator, clock, timers } = replicatorAt();
+      replicator.enabled = true;
+      const { source } = liveTable(2 * SNAPSHOT_CHUNK_HOLDERS);
+      const link = { ...fakeLink(), queuedBytes: 0 };
+      replicator.sendSnapshot(link, source, 4n);
+      link.queuedBytes = SNAPSHOT_HIGH_WATER_BYTES + 1;
+      const sent = link.lines.length;
+      for (let i = 0; i < 5; i++) {
+        clock.advance(1);
+        timers.runDue();
+      }
+      expect(link.lines).toHaveLength(sent);
+      // No handoff to a peer that has not got the whole table.
+      return replicator.handoff(link, 4n, 1_000).then((acked) => {
+        expect(acked).toBe(false);
+        replicator.disconnected(link);
+        expect(timers.size).toBe(0);
+        expect(replicator.isStreaming(link)).toBe(false);
+      });
+    });
   });
 });

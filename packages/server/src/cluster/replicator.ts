@@ -3,21 +3,43 @@ import { encodePeer, type PeerFrame } from "@lock/protocol";
 import type { EngineJournal } from "../engine/engine.js";
 import { Backlog, type Change } from "./backlog.js";
 
-/** What the replicator needs of the engine to write a snapshot. */
+/**
+ * What the replicator needs of the engine to write a snapshot: its holders, read lazily over many
+ * event-loop turns while the table keeps changing. Every key held throughout is visited once; a key
+ * added or removed meanwhile may or may not be (its changes follow the snapshot anyway).
+ */
 export interface SnapshotSource {
-  holders(): Iterable<{ key: string; token: bigint; remainingMs: number; id: string | undefined }>;
-  readonly keyCount: number;
+  holders(): Iterable<SnapshotHolder>;
 }
 
 /**
  * What the replicator needs of a link to one standby: the socket adapter (`PeerLink`) in lockd, an
  * in-memory link in tests and the simulator. Writes are ordered; `flush` sends what is batched now.
- * Links are told apart by identity.
+ * `queuedBytes` is what was sent but has not reached the kernel yet: a snapshot waits while it is
+ * large, so a big table never piles up in memory (or past the link's buffer limit). Links are told
+ * apart by identity.
  */
 export interface ReplicaLink {
   send(lines: string): void;
   flush(): void;
+  readonly queuedBytes: number;
 }
+
+/** Holders a snapshot sends per event-loop turn: about a millisecond of encoding. */
+export const SNAPSHOT_CHUNK_HOLDERS = 1024;
+
+/** A snapshot waits (it polls every millisecond) while more than this is queued on its link. */
+export const SNAPSHOT_HIGH_WATER_BYTES = 1024 * 1024;
+
+/** A snapshot being sent: the rest of the table, and how many holders went out so far. */
+interface SnapshotProgress {
+  readonly epoch: bigint;
+  readonly holders: Iterator<SnapshotHolder>;
+  sent: number;
+  timer: Timer | undefined;
+}
+
+type SnapshotHolder = { key: string; token: bigint; remainingMs: number; id: string | undefined };
 
 interface Target {
   readonly link: ReplicaLink;
@@ -27,10 +49,13 @@ interface Target {
   ackedSeq: number;
   ackedAt: number;
   /**
-   * The peer was a window behind: its changes are held back (folded in the shared backlog) until
-   * it is sent them, and live writes resume only then, so nothing older can follow something newer.
+   * The peer was a window behind, or is being sent a snapshot: its changes are held back (folded in
+   * the shared backlog) until it is sent them, and live writes resume only then, so nothing older
+   * can follow something newer.
    */
   folding: boolean;
+  /** The snapshot still being sent on this link, if any (its changes fold meanwhile). */
+  snapshot: SnapshotProgress | undefined;
   /** When it was last sent its folded changes, and the timer that sends them next. */
   drainedAt: number;
   drainTimer: Timer | undefined;
@@ -66,6 +91,8 @@ export class Replicator implements EngineJournal {
   /** Keys' latest states while any peer folds, shared by all of them. */
   readonly #backlog = new Backlog();
   #folding = 0;
+  /** The epoch last announced (`announceEpoch`): a snapshot that began before it ends with it. */
+  #epoch: bigint | undefined;
   readonly #timers: TimerQueue;
   readonly #window: number;
   readonly #foldIntervalMs: number;
@@ -107,34 +134,29 @@ export class Replicator implements EngineJournal {
 
   /** Tells every streaming peer about a new epoch (after whatever it has been held back). */
   announceEpoch(epoch: bigint): void {
+    this.#epoch = epoch;
     const seq = ++this.#seq;
     const line = encodePeer({ peer: "P", seq, epoch });
     for (const [link, target] of this.#targets) {
+      // Nothing but `!h` (and heartbeats) inside a snapshot: its end announces the epoch instead.
+      if (target.snapshot) continue;
       this.#drain(link, target);
       this.#write(link, target, seq, line);
     }
   }
 
-  /** Sends the whole holder table on `link`; deltas follow on it from now on. */
+  /**
+   * Sends the whole holder table on `link`, a chunk per event-loop turn (and only while the link is
+   * not backed up), so a table of millions neither blocks this node nor piles up unsent: the node
+   * keeps serving meanwhile. Changes made during the snapshot are folded per key (as for a standby
+   * that fell behind) and follow its end, so the peer ends with the table as it is then, whatever
+   * the snapshot read before or after each change. Deltas follow live from then on.
+   */
   sendSnapshot(link: ReplicaLink, source: SnapshotSource, epoch: bigint): void {
     const seq = this.#seq;
-    const lines: string[] = [encodePeer({ peer: "S", epoch, seq, count: source.keyCount })];
-    for (const { key, token, remainingMs, id } of source.holders()) {
-      lines.push(
-        encodePeer(
-          id === undefined
-            ? { peer: "h", key, token, remainingMs }
-            : { peer: "h", key, token, remainingMs, id },
-        ),
-      );
-      // Keep each write reasonably sized on large tables.
-      if (lines.length >= 4096) link.send(lines.splice(0).join(""));
-    }
-    lines.push(encodePeer({ peer: "s", seq }));
-    link.send(lines.join(""));
     const previous = this.#targets.get(link);
     if (previous) this.#forget(previous);
-    this.#targets.set(link, {
+    const target: Target = {
       link,
       snapshotSeq: seq,
       sentSeq: seq,
@@ -143,7 +165,61 @@ export class Replicator implements EngineJournal {
       folding: false,
       drainedAt: Number.NEGATIVE_INFINITY,
       drainTimer: undefined,
-    });
+      snapshot: { epoch, holders: source.holders()[Symbol.iterator](), sent: 0, timer: undefined },
+    };
+    this.#targets.set(link, target);
+    this.#startFolding(target);
+    link.send(encodePeer({ peer: "S", epoch, seq }));
+    this.#continueSnapshot(target);
+  }
+
+  /** Whether `link` is still being sent a snapshot. */
+  isSendingSnapshot(link: ReplicaLink): boolean {
+    return this.#targets.get(link)?.snapshot !== undefined;
+  }
+
+  /** Sends the next chunk of `target`'s snapshot, or its end; schedules the chunk after. */
+  #continueSnapshot(target: Target): void {
+    const snapshot = target.snapshot!;
+    snapshot.timer = undefined;
+    if (this.#targets.get(target.link) !== target) return;
+    if (target.link.queuedBytes > SNAPSHOT_HIGH_WATER_BYTES) {
+      snapshot.timer = this.#timers.after(1, () => this.#continueSnapshot(target));
+      return;
+    }
+    let text = "";
+    for (let i = 0; i < SNAPSHOT_CHUNK_HOLDERS; i++) {
+      const next = snapshot.holders.next();
+      if (next.done) {
+        target.link.send(text);
+        this.#endSnapshot(target);
+        return;
+      }
+      const { key, token, remainingMs, id } = next.value;
+      text += encodePeer(
+        id === undefined
+          ? { peer: "h", key, token, remainingMs }
+          : { peer: "h", key, token, remainingMs, id },
+      );
+      snapshot.sent += 1;
+    }
+    target.link.send(text);
+    snapshot.timer = this.#timers.after(0, () => this.#continueSnapshot(target));
+  }
+
+  /** `!s`, then every change made since the snapshot began (folded), then an epoch taken meanwhile. */
+  #endSnapshot(target: Target): void {
+    const snapshot = target.snapshot!;
+    target.snapshot = undefined;
+    target.link.send(encodePeer({ peer: "s", seq: target.snapshotSeq, count: snapshot.sent }));
+    this.#drain(target.link, target);
+    if (this.#epoch !== undefined && this.#epoch !== snapshot.epoch)
+      this.#write(
+        target.link,
+        target,
+        ++this.#seq,
+        encodePeer({ peer: "P", seq: this.#seq, epoch: this.#epoch }),
+      );
   }
 
   /** Sends a handoff on `link` and resolves true once the peer acknowledges it (false on timeout). */
@@ -151,6 +227,8 @@ export class Replicator implements EngineJournal {
     const seq = ++this.#seq;
     const frame: PeerFrame = { peer: "O", seq, epoch };
     const target = this.#targets.get(link);
+    // A peer still being sent a snapshot is no successor (the caller checks it is synced).
+    if (target?.snapshot) return Promise.resolve(false);
     // The successor must have every change before it takes over.
     if (target) this.#drain(link, target);
     link.send(encodePeer(frame));
@@ -265,7 +343,7 @@ export class Replicator implements EngineJournal {
 
   /** Sends the folded changes now, or when the fold interval since the last send is over. */
   #scheduleDrain(link: ReplicaLink, target: Target): void {
-    if (target.drainTimer) return;
+    if (target.drainTimer || target.snapshot) return;
     const wait = target.drainedAt + this.#foldIntervalMs - this.#timers.clock.now();
     if (wait <= 0) {
       this.#drain(link, target);
@@ -280,6 +358,8 @@ export class Replicator implements EngineJournal {
   /** The target leaves (disconnect, new snapshot, demotion): no timer, and it no longer folds. */
   #forget(target: Target): void {
     cancelDrainTimer(target);
+    target.snapshot?.timer?.cancel();
+    target.snapshot = undefined;
     this.#stopFolding(target);
   }
 
@@ -293,12 +373,14 @@ export class Replicator implements EngineJournal {
   /** Sends `target` the state of every key changed since it was last sent anything. */
   #drain(link: ReplicaLink, target: Target): void {
     cancelDrainTimer(target);
-    if (!target.folding) return;
+    if (!target.folding || target.snapshot) return;
     const now = this.#timers.clock.now();
-    target.drainedAt = now;
     let text = "";
     for (const frame of this.#backlog.changedSince(target.sentSeq, now)) text += encodePeer(frame);
-    if (text !== "") link.send(text);
+    if (text !== "") {
+      link.send(text);
+      target.drainedAt = now;
+    }
     // Never backwards: a `!P` written live after the last change has a higher seq than any folded one.
     target.sentSeq = Math.max(target.sentSeq, this.#backlog.lastSeq);
     // Still a window behind: keep folding (the usual case right after a large send).

@@ -278,12 +278,12 @@ export class LockEngine<P> {
 
   /** Every holder with its remaining lease, for a snapshot. */
   *holders(): Generator<{ key: string; token: bigint; remainingMs: number; id: string | undefined }> {
-    const now = this.#clock.now();
     for (const state of this.#keys.values()) {
+      // Read now, not when the iteration began: a snapshot reads it over many event-loop turns.
       yield {
         key: state.key,
         token: state.token,
-        remainingMs: Math.max(0, Math.ceil(state.deadline - now)),
+        remainingMs: Math.max(0, Math.ceil(state.deadline - this.#clock.now())),
         id: state.holderId,
       };
     }

@@ -273,13 +273,18 @@ export class ClientConnection {
       case "authenticated":
         this.#clearAuthTimer();
         this.#queue(step.line);
-        this.#peerLink = new PeerSession(step.node, cluster, {
-          send: (line) => {
-            if (!this.#closed) this.#queue(line);
+        this.#peerLink = new PeerSession(
+          step.node,
+          cluster,
+          {
+            send: (line) => {
+              if (!this.#closed) this.#queue(line);
+            },
+            drop: (message) => this.#fail("?", "-", undefined, "PEER_PROTOCOL_ERROR", message),
+            close: () => this.#socket.destroy(),
           },
-          drop: (message) => this.#fail("?", "-", undefined, "PEER_PROTOCOL_ERROR", message),
-          close: () => this.#socket.destroy(),
-        });
+          this.#ctx.limits.maxKeys,
+        );
         this.#ctx.onAuthenticated(this);
         return;
       case "refused":

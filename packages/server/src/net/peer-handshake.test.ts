@@ -38,7 +38,7 @@ describe("the listening side of the peer handshake", () => {
   it("makes a connection that proves the peer token a peer link: it joins, replicates and is acknowledged", async () => {
     const { server } = await serveNode();
     const peer = await dialAsPeer(server);
-    peer.send(`!J ${FAKE_PEER} active 5 5\n!S 5 10 1\n!h held ${TOKEN} 30000 r1\n!s 10`);
+    peer.send(`!J ${FAKE_PEER} active 5 5\n!S 5 10\n!h held ${TOKEN} 30000 r1\n!s 10 1`);
     expect(await peer.next()).toBe("!K 10");
     peer.send(`!G 11 other ${TOKEN + 1n} 30000`);
     expect(await peer.next()).toBe("!K 11");
@@ -84,7 +84,7 @@ describe("the listening side of the peer handshake", () => {
       expect.stringMatching(/^E \? - PEER_NOT_AUTHENTICATED - peer frame before H/),
     ]);
     const peer = await dialAsPeer(server, { clientToken });
-    peer.send(`!J ${FAKE_PEER} active 5 5\n!S 5 1 0\n!s 1`);
+    peer.send(`!J ${FAKE_PEER} active 5 5\n!S 5 1\n!s 1 0`);
     expect(await peer.next()).toBe("!K 1");
   });
 

@@ -47,6 +47,9 @@ export class MemoryLink implements ClusterLink {
 
   flush(): void {}
 
+  /** The simulated network takes every write at once. */
+  readonly queuedBytes = 0;
+
   reset(): void {
     const connection = this.#connection;
     if (!connection) return;
