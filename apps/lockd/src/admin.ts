@@ -32,17 +32,43 @@ export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) 
     node: node.advertise,
     role: node.role,
     active: node.activeAddress ?? null,
-    epoch: node.epoch.toString(),
+    // A standby issues no tokens: it reports the epoch of the active it follows, and says whose.
+    epoch: node.reportedEpoch.toString(),
+    epochOf: epochOwner(server),
     uptimeMs: node.uptimeMs,
     connections: server.connectionCount,
     keysHeld: node.engine.keyCount,
     waiters: node.engine.waiterCount,
     grantsPerSecond: history.grantsPerSecond(performance.now()),
     counters: { ...node.engine.counters },
-    cluster: server.cluster ? { peers: server.cluster.peerStatus(), ...server.cluster.counters } : null,
+    cluster: server.cluster
+      ? { peers: withFollowedEpochs(server.cluster.peerStatus()), ...server.cluster.counters }
+      : null,
     mostContended: node.engine.mostContended(CONTENDED_SHOWN),
     recentChanges: clusterLog.recent(),
   };
+}
+
+/** Whose epoch `/status` reports: this node's on an active, the followed active's on a standby. */
+function epochOwner(server: LockServer): string | null {
+  const node = server.node;
+  if (node.role === "active") return node.advertise;
+  return node.followedEpoch?.() !== undefined ? (node.activeAddress ?? null) : null;
+}
+
+type PeerRow = ReturnType<NonNullable<LockServer["cluster"]>["peerStatus"]>[number];
+
+/**
+ * Another standby's row shows the epoch of the active it follows (as this node hears that active),
+ * as its own `/status` does; its heartbeats carry its table's epoch, which means nothing on a standby.
+ */
+function withFollowedEpochs(peers: readonly PeerRow[]): PeerRow[] {
+  const byAddress = new Map(peers.map((peer) => [peer.address, peer]));
+  return peers.map((peer) => {
+    if (peer.self || peer.role !== "standby") return peer;
+    const followed = peer.follows === null ? undefined : byAddress.get(peer.follows);
+    return { ...peer, epoch: followed?.role === "active" ? followed.epoch : "0" };
+  });
 }
 
 export function nodeReadiness({ server }: AdminDeps) {
