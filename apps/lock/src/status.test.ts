@@ -246,6 +246,14 @@ describe("lock status on a cluster", () => {
       const { view } = await status([], env);
       expect(view.active).toBe(servers[0]);
     }
+    // Standbys show the epoch of the active they follow, not 0 (they learn it from its heartbeats).
+    await eventually(async () => {
+      const { view } = await status([], envs[0]!);
+      return view.nodes.every((row) => row.epoch === view.nodes[0]!.epoch);
+    });
+    expect((await status([], envs[1]!)).view.nodes.map((row) => row.epoch)).toEqual(
+      Array(3).fill((await cluster.info(0)).epoch),
+    );
     const since = cluster.nodes[1]!.logs.length;
     await cluster.nodes[0]!.kill("SIGKILL");
 
