@@ -162,6 +162,11 @@ export class Cluster implements PeerSessionHandler {
     return this.#replica.source;
   }
 
+  /** Grants this node applied from an active's stream while a standby (Replica.grantsApplied). */
+  get replicatedGrants(): number {
+    return this.#replica.grantsApplied;
+  }
+
   isMember(address: string): boolean {
     return this.membership.peerByAddress(address) !== undefined;
   }
