@@ -2,7 +2,7 @@ import { type LockServer, SecretChecker } from "@lock/server";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { HostPort } from "./address.js";
 import type { ClusterLog } from "./cluster-log.js";
-import { registerLocksRoute } from "./locks-route.js";
+import { listLocks, registerLocksRoute } from "./locks-route.js";
 import type { LockdMetrics } from "./metrics.js";
 import { readiness } from "./readiness.js";
 import type { StatusHistory } from "./status-history.js";
@@ -10,6 +10,8 @@ import { registerStatusPage, STATUS_PAGE_PATHS } from "./status-page.js";
 
 /** Keys listed under "most contended" in /status. */
 const CONTENDED_SHOWN = 10;
+/** Held keys the status page lists at a time (its holders view, and the first paint). */
+export const PAGE_LOCKS_LIMIT = 50;
 
 export interface AdminDeps {
   readonly server: LockServer;
@@ -71,6 +73,22 @@ function withFollowedEpochs(peers: readonly PeerRow[]): PeerRow[] {
   });
 }
 
+function nodeHistory({ history }: AdminDeps) {
+  return { intervalMs: 1000, points: history.points() };
+}
+
+/**
+ * What the status page shows at its first paint, in the page itself: what /status, /history and
+ * the first page of /locks would answer. With an admin token, only what /readyz tells anyone.
+ */
+async function pageState(deps: AdminDeps) {
+  if (deps.adminToken !== undefined) {
+    return { auth: "required", node: deps.server.node.advertise, role: deps.server.node.role };
+  }
+  const locks = await listLocks(deps.server, { prefix: "", after: undefined, limit: PAGE_LOCKS_LIMIT });
+  return { status: nodeStatus(deps), history: nodeHistory(deps), locks };
+}
+
 export function nodeReadiness({ server }: AdminDeps) {
   const node = server.node;
   return readiness({
@@ -100,13 +118,13 @@ export async function buildAdmin(deps: AdminDeps): Promise<FastifyInstance> {
   });
   app.get("/version", async () => ({ version: deps.version, node: process.versions.node }));
   app.get("/status", async () => nodeStatus(deps));
-  app.get("/history", async () => ({ intervalMs: 1000, points: deps.history.points() }));
+  app.get("/history", async () => nodeHistory(deps));
   registerLocksRoute(app, deps.server);
   app.get("/metrics", async (_request, reply) => {
     reply.header("content-type", deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });
-  registerStatusPage(app);
+  registerStatusPage(app, () => pageState(deps));
   return app;
 }
 
