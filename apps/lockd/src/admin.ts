@@ -11,7 +11,7 @@ import { registerStatusPage, STATUS_PAGE_PATHS } from "./status-page.js";
 /** Keys listed under "most contended" in /status. */
 const CONTENDED_SHOWN = 10;
 /** Held keys the status page lists at a time (its holders view, and the first paint). */
-export const PAGE_LOCKS_LIMIT = 50;
+export const PAGE_LOCKS_LIMIT = 20;
 
 export interface AdminDeps {
   readonly server: LockServer;

@@ -127,6 +127,8 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
   let load: Promise<void> = Promise.resolve();
   const clients: LineClient[] = [];
   const version = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
+  // A key chosen to end the page's data block early and run a script, if the page let it.
+  const HOSTILE_KEY = "billing:</script><script>window.hacked=1</script><img/src=x/onerror=window.hacked=2>";
   const pageOf = (i: number) => `http://127.0.0.1:${cluster.nodes[i]!.adminPort}/`;
 
   beforeAll(async () => {
@@ -138,7 +140,7 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
     );
     const holder = await cluster.connect(0);
     clients.push(holder);
-    for (const key of ["orders:1", "orders:2", "billing:run"])
+    for (const key of ["orders:1", "orders:2", "billing:run", HOSTILE_KEY])
       expect(await holder.request(`A ${key} 600 0`)).toMatch(/^A /);
     // A steady, low load: a few grants a second, the rate at which the old axis said "1.3".
     const cycler = await cluster.connect(0);
@@ -181,6 +183,11 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
       expect(
         await page.$$eval("#holders tbody tr", (rows) => rows.map((row) => row.getAttribute("data-key"))),
       ).toEqual(expect.arrayContaining(["billing:run", "orders:1", "orders:2"]));
+      // Key names are text, never markup, in the page's data block too.
+      expect(
+        await page.$$eval("#holders tbody tr", (rows) => rows.map((row) => row.getAttribute("data-key"))),
+      ).toContain(HOSTILE_KEY);
+      expect(await page.evaluate("window.hacked")).toBeUndefined();
       // The script's first poll still went out at once (and failed here).
       await firstPoll;
       expect(fetched.length).toBeGreaterThan(0);

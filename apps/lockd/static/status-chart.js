@@ -74,9 +74,10 @@ function drawAxes(g, { ticks, left, right, width, height, x, y, now }) {
     g.stroke();
     g.fillText(formatRate(value), 4, y(value) + 4);
   }
-  // Every minute on a wide chart; every other one where the labels would touch.
+  // Every minute on a wide chart; every other one ("now" always) where the labels would touch.
   const every = width < 520 ? 2 : 1;
-  for (let minutes = 5; minutes >= 0; minutes -= every) {
+  for (let minutes = 5; minutes >= 0; minutes--) {
+    if (minutes % every !== 0) continue;
     const label = minutes === 0 ? "now" : `-${minutes} min`;
     const labelWidth = g.measureText(label).width;
     const at = Math.min(Math.max(x(now - minutes * 60_000) - labelWidth / 2, left - 16), width - labelWidth);

@@ -5,7 +5,7 @@ import { formatCount, formatMs, tokenText } from "./status-format.js";
 
 const $ = (id) => document.getElementById(id);
 /** Held keys shown at a time (lockd's first paint lists as many). */
-const PAGE_SIZE = 50;
+const PAGE_SIZE = 20;
 /** Typing pauses this long before the search runs. */
 const SEARCH_PAUSE_MS = 150;
 
