@@ -31,6 +31,17 @@ async function connect(port: number): Promise<LineClient> {
   return client;
 }
 
+/** A 3-node cluster with admin servers: node 0 serves, nodes 1 and 2 follow it. */
+async function startCluster(): Promise<LockdCluster> {
+  const cluster = await LockdCluster.start({ nodes: 3, args: ["--admin", "127.0.0.1:0"] });
+  disposables.push(cluster);
+  await cluster.nodes[0]!.waitForServing({ since: 0 });
+  await Promise.all(
+    cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
+  );
+  return cluster;
+}
+
 /** Every page of /locks with `query`, following nextCursor. */
 async function allPages(get: (path: string) => Promise<Response>, query: string): Promise<LocksPage[]> {
   const pages: LocksPage[] = [];
@@ -129,12 +140,7 @@ describe("GET /version and /readyz", () => {
   });
 
   it("is ready on the active and on synced standbys, and not on standbys whose link to the active is down", async () => {
-    const cluster = await LockdCluster.start({ nodes: 3, args: ["--admin", "127.0.0.1:0"] });
-    disposables.push(cluster);
-    await cluster.nodes[0]!.waitForServing({ since: 0 });
-    await Promise.all(
-      cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
-    );
+    const cluster = await startCluster();
     const readyz = async (i: number) => {
       const response = await fetch(`http://127.0.0.1:${cluster.nodes[i]!.adminPort}/readyz`);
       return {
@@ -201,12 +207,7 @@ describe("GET /version and /readyz", () => {
 
 describe("a standby's epoch", () => {
   it("is the epoch of the active it follows, in I, in /status and in its own peer row, across a failover and a restart", async () => {
-    const cluster = await LockdCluster.start({ nodes: 3, args: ["--admin", "127.0.0.1:0"] });
-    disposables.push(cluster);
-    await cluster.nodes[0]!.waitForServing({ since: 0 });
-    await Promise.all(
-      cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
-    );
+    const cluster = await startCluster();
     const status = async (i: number) =>
       (await (await fetch(`http://127.0.0.1:${cluster.nodes[i]!.adminPort}/status`)).json()) as {
         role: string;

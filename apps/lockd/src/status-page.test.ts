@@ -11,6 +11,14 @@ import { CHROMIUM_PATH, hasChromium, launchChromium } from "./browser.js";
  */
 const ADMIN_TOKEN = "admin-token-of-24-chars!";
 const available = hasChromium();
+
+/** Node 0 serves and the other nodes follow it. */
+async function untilFollowing(cluster: LockdCluster): Promise<void> {
+  await cluster.nodes[0]!.waitForServing({ since: 0 });
+  await Promise.all(
+    cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
+  );
+}
 if (!available)
   console.warn(`status page browser tests skipped: ${CHROMIUM_PATH} is absent (apt-get install -y chromium)`);
 
@@ -34,10 +42,7 @@ describe.skipIf(!available)(`status page in Chromium (${CHROMIUM_PATH})`, () => 
       env: { LOCKD_ADMIN_TOKEN: ADMIN_TOKEN },
     });
     clusters.push(cluster);
-    await cluster.nodes[0]!.waitForServing({ since: 0 });
-    await Promise.all(
-      cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
-    );
+    await untilFollowing(cluster);
     return cluster;
   }
 
@@ -130,14 +135,21 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
   // A key chosen to end the page's data block early and run a script, if the page let it.
   const HOSTILE_KEY = "billing:</script><script>window.hacked=1</script><img/src=x/onerror=window.hacked=2>";
   const pageOf = (i: number) => `http://127.0.0.1:${cluster.nodes[i]!.adminPort}/`;
+  /** Opens node i's page (at `width` px), runs `check` on it, closes it. */
+  async function onPage(i: number, check: (page: Page) => Promise<void>, width = 1280): Promise<void> {
+    const page = await browser.newPage({ viewport: { width, height: 900 } });
+    try {
+      await page.goto(pageOf(i));
+      await check(page);
+    } finally {
+      await page.close();
+    }
+  }
 
   beforeAll(async () => {
     browser = await launchChromium();
     cluster = await LockdCluster.start({ nodes: 3, args: ["--admin", "127.0.0.1:0"] });
-    await cluster.nodes[0]!.waitForServing({ since: 0 });
-    await Promise.all(
-      cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
-    );
+    await untilFollowing(cluster);
     const holder = await cluster.connect(0);
     clients.push(holder);
     for (const key of ["orders:1", "orders:2", "billing:run", HOSTILE_KEY])
@@ -197,9 +209,7 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
   }, 30_000);
 
   it("a standby's page: the version, whom it follows, readable epochs, a chart of the replicated grants with integer ticks", async () => {
-    const page = await browser.newPage();
-    try {
-      await page.goto(pageOf(2));
+    await onPage(2, async (page) => {
       expect(await page.textContent("#version")).toBe(`v${version}`);
       expect(await page.textContent("#active")).toBe(cluster.advertised(0));
       // The epoch as round and node, not a raw number; the raw one stays in the title.
@@ -222,15 +232,11 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
       const ticks = (await page.getAttribute("#chart", "data-ticks"))!.split(",").map(Number);
       expect(ticks.length).toBeGreaterThanOrEqual(2);
       for (const tick of ticks) expect(Number.isInteger(tick), String(ticks)).toBe(true);
-    } finally {
-      await page.close();
-    }
+    });
   }, 40_000);
 
   it("holders: who holds which lock, searched by key prefix (the /locks API)", async () => {
-    const page = await browser.newPage();
-    try {
-      await page.goto(pageOf(0));
+    await onPage(0, async (page) => {
       await page.waitForSelector('#holders tr[data-key="orders:1"]');
       await page.fill("#holders-search", "orders:");
       await page.waitForSelector('#holders tbody tr:not([data-key^="orders:"])', { state: "detached" });
@@ -246,39 +252,35 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
       await page.fill("#holders-search", "nothing-here:");
       await page.waitForSelector("#holders-none:not([hidden])");
       expect(await page.textContent("#holders-none")).toContain("nothing-here:");
-    } finally {
-      await page.close();
-    }
+    });
   }, 30_000);
 
   for (const width of [1280, 420]) {
     it(`at ${width} px: no horizontal overflow, and the active's address stays on one line`, async () => {
-      const page = await browser.newPage({ viewport: { width, height: 900 } });
-      try {
-        await page.goto(pageOf(2));
-        await page.waitForSelector(`#nodes tr[data-node="${cluster.advertised(0)}"]`);
-        await page.waitForSelector("#holders tbody tr");
-        const overflow = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth");
-        expect(overflow).toBeLessThanOrEqual(0);
-        for (const selector of ["#active", `#nodes tr[data-node="${cluster.advertised(0)}"] .address`]) {
-          // The distinct line tops of the element's text: 1 when it does not wrap.
-          const lines = await page.evaluate(`(() => {
+      await onPage(
+        2,
+        async (page) => {
+          await page.waitForSelector(`#nodes tr[data-node="${cluster.advertised(0)}"]`);
+          await page.waitForSelector("#holders tbody tr");
+          const overflow = await page.evaluate("document.documentElement.scrollWidth - window.innerWidth");
+          expect(overflow).toBeLessThanOrEqual(0);
+          for (const selector of ["#active", `#nodes tr[data-node="${cluster.advertised(0)}"] .address`]) {
+            // The distinct line tops of the element's text: 1 when it does not wrap.
+            const lines = await page.evaluate(`(() => {
             const range = document.createRange();
             range.selectNodeContents(document.querySelector(${JSON.stringify(selector)}));
             return new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
           })()`);
-          expect(lines, selector).toBe(1);
-        }
-      } finally {
-        await page.close();
-      }
+            expect(lines, selector).toBe(1);
+          }
+        },
+        width,
+      );
     }, 30_000);
   }
 
   it("after a failover: a standby shows the new active, and the new active keeps the history it replicated", async () => {
-    const page = await browser.newPage();
-    try {
-      await page.goto(pageOf(2));
+    await onPage(2, async (page) => {
       await page.waitForSelector(`#nodes tr[data-node="${cluster.advertised(0)}"][data-state="active"]`);
       // The load stops before the kill: whatever node 1's chart shows came from node 0, replicated.
       loadUntil = 0;
@@ -299,8 +301,6 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
       await page.goto(pageOf(1));
       await page.waitForSelector("#self-role.active");
       expect(Number(await page.getAttribute("#chart", "data-peak"))).toBeGreaterThan(0);
-    } finally {
-      await page.close();
-    }
+    });
   }, 40_000);
 });
