@@ -185,9 +185,14 @@ function renderContended(status) {
   $("contended-none").hidden = status.mostContended.length > 0;
 }
 
+/** lockd's reasons name epochs as numbers ("above a rival active's 7412705793"): in words here. */
+function epochsInWords(text) {
+  return text.replace(/\b\d{9,13}\b/g, (epoch) => epochText(epoch));
+}
+
 function changeText(change) {
   if (change.kind === "role")
-    return `${change.node} became ${change.role.toUpperCase()} (epoch ${epochText(change.epoch)}): ${change.reason}`;
+    return `${change.node} became ${change.role.toUpperCase()} (epoch ${epochText(change.epoch)}): ${epochsInWords(change.reason)}`;
   if (change.kind === "follow")
     return change.active
       ? `${change.active} is the ACTIVE now: this node follows it`
