@@ -232,6 +232,8 @@ describe("a standby's epoch", () => {
       expect(answer).toMatchObject({ role: "standby", epoch: epoch0, epochOf: cluster.advertised(0) });
     }
     expect((await status(0)).epochOf).toBe(cluster.advertised(0));
+    const metrics = await (await fetch(`http://127.0.0.1:${cluster.nodes[1]!.adminPort}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^lockd_epoch ${epoch0}$`, "m"));
     // The active's page sees whom each standby follows, and shows that active's epoch for it.
     for (const peer of (await status(0)).cluster.peers.filter((peer) => !peer.self)) {
       for (;;) {
