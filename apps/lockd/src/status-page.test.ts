@@ -208,6 +208,34 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
     }
   }, 30_000);
 
+  it("first paint: nothing is painted before the script drew that state, however slow the script comes", async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      // When the dashboard first shows, by the page's clock (an init script runs before the page's own).
+      await page.addInitScript(`new MutationObserver((_, observer) => {
+        const dashboard = document.getElementById("dashboard");
+        if (dashboard && !dashboard.hidden) { window.shownAt = performance.now(); observer.disconnect(); }
+      }).observe(document, { subtree: true, childList: true, attributes: true });`);
+      // A slow network for the script alone: the page's HTML arrives at once, its script a second later.
+      await page.route(/\/status\.js$/, async (route) => {
+        const response = await route.fetch();
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await route.fulfill({ response });
+      });
+      await page.goto(pageOf(1));
+      const firstPaint = await page.waitForFunction(() => {
+        const paint = performance.getEntriesByName("first-paint")[0];
+        return paint === undefined ? false : paint.startTime;
+      });
+      const shownAt = Number(await page.evaluate("window.shownAt"));
+      expect(shownAt).toBeGreaterThan(900);
+      expect(Number(await firstPaint.jsonValue())).toBeGreaterThanOrEqual(shownAt);
+    } finally {
+      await context.close();
+    }
+  }, 30_000);
+
   it("a standby's page: the version, whom it follows, readable epochs, a chart of the replicated grants with integer ticks", async () => {
     await onPage(2, async (page) => {
       expect(await page.textContent("#version")).toBe(`v${version}`);
