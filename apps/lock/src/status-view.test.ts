@@ -87,7 +87,8 @@ describe("statusView", () => {
     ).toEqual([
       ["b:1", "up", "standby", 1, true, 4],
       ["a:1", "up", "active", 0, true, null],
-      ["c:1", "unprobed", "standby", 2, false, null],
+      // Not asked, and the active does not hear it: down, with no role.
+      ["c:1", "down", null, 2, false, null],
     ]);
     expect(view.nodes[1]!.grantsPerSecond).toBe(12.5);
   });
@@ -102,6 +103,114 @@ describe("statusView", () => {
       },
     ]);
     expect(view).toMatchObject({ active: null, nodes: [{ node: "a:2", state: "down" }] });
+  });
+});
+
+describe("statusView decides the active from what the live nodes say", () => {
+  const down = (address: string): Target => ({
+    lockAddress: address,
+    adminAddress: undefined,
+    info: { error: `lockd ${address}: connection closed before the answer` },
+    status: undefined,
+  });
+  const up = (address: string, role: string, active: string): Target => ({
+    lockAddress: address,
+    adminAddress: undefined,
+    info: info(address, role, active),
+    status: undefined,
+  });
+
+  it("right after a kill, the standbys still name the dead node: it is not called the active", () => {
+    const view = statusView([down("a:1"), up("b:1", "standby", "a:1"), up("c:1", "standby", "a:1")]);
+    expect(view.active).toBeNull();
+    expect(view.nodes[0]).toMatchObject({ node: "a:1", state: "down", role: null });
+    expect(view.notes).toEqual([
+      "no node that answered is active: b:1, c:1 still follow a:1, which did not answer (a failover takes a peer timeout)",
+    ]);
+    expect(formatStatus(view, false).split("\n")[0]).toBe("active: none    2 of 3 nodes answered");
+  });
+
+  it("after the failover the dead node is DOWN with its last role, not a second active row", () => {
+    const peers = [
+      { ...peer("a:1", 0, false, null), self: false },
+      { ...peer("b:1", 1, true, null), self: true, role: "active" },
+      peer("c:1", 2, true, 0),
+    ];
+    const targets: Target[] = [
+      { ...down("a:1"), adminAddress: "a:2", status: { error: "admin server a:2: ECONNREFUSED" } },
+      {
+        lockAddress: "b:1",
+        adminAddress: "b:2",
+        info: info("b:1", "active", "b:1"),
+        status: adminStatus("b:1", "active", peers),
+      },
+      up("c:1", "standby", "b:1"),
+    ];
+    const view = statusView(targets);
+    expect(view.active).toBe("b:1");
+    expect(view.nodes.filter((row) => row.role === "active").map((row) => row.node)).toEqual(["b:1"]);
+    expect(view.nodes[0]).toMatchObject({
+      node: "a:1",
+      state: "down",
+      role: null,
+      lastRole: "active",
+      live: false,
+    });
+    const table = formatStatus(view, true);
+    expect(table).toMatch(/^a:1 +DOWN +was active +- /m);
+    // One row whose ROLE is active (the dead node's says "was active").
+    expect(table.match(/^\S+ +\S+ +active /gm)).toEqual([expect.stringMatching(/^b:1 /)]);
+  });
+
+  it("a peer nobody asked that the cluster does not hear is down too, whatever role it last had", () => {
+    const peers = [peer("a:1", 0, false, null), { ...peer("b:1", 1, true, null), role: "active" }];
+    const targets: Target[] = [
+      {
+        lockAddress: undefined,
+        adminAddress: "b:2",
+        info: undefined,
+        status: adminStatus("b:1", "active", peers),
+      },
+    ];
+    const view = statusView(targets);
+    expect(view.nodes.map((row) => [row.node, row.state, row.role, row.lastRole])).toEqual([
+      ["b:1", "up", "active", "active"],
+      ["a:1", "down", null, "active"],
+    ]);
+  });
+
+  it("two live nodes that both say active: the one the others follow is the active, the other a rival", () => {
+    const view = statusView([
+      up("a:1", "active", "a:1"),
+      up("b:1", "active", "b:1"),
+      up("c:1", "standby", "b:1"),
+    ]);
+    expect(view.active).toBe("b:1");
+    expect(view.nodes.map((row) => [row.node, row.role])).toEqual([
+      ["a:1", "rival"],
+      ["b:1", "active"],
+      ["c:1", "standby"],
+    ]);
+    expect(view.notes).toEqual(["a:1 also says it is active (a rival: the other nodes follow b:1)"]);
+  });
+
+  it("one node answering on both of its addresses, unpaired, is one row", () => {
+    const view = statusView([
+      up("a:1", "active", "a:1"),
+      {
+        lockAddress: undefined,
+        adminAddress: "a:2",
+        info: undefined,
+        status: adminStatus("a:1", "active", null),
+      },
+    ]);
+    expect(view.nodes).toHaveLength(1);
+    expect(view.nodes[0]).toMatchObject({
+      node: "a:1",
+      lockAddress: "a:1",
+      adminAddress: "a:2",
+      grantsPerSecond: 12.5,
+    });
   });
 });
 

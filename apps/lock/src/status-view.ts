@@ -42,6 +42,7 @@ export interface NodeRow {
   /** "up": it answered; "down": nothing lock asked answered; "unprobed": known only from a peer list. */
   readonly state: "up" | "down" | "unprobed";
   readonly role: string | null;
+  readonly lastRole: string | null;
   readonly epoch: string | null;
   readonly keys: number | null;
   readonly waiters: number | null;
@@ -61,60 +62,157 @@ export interface NodeRow {
 export interface StatusView {
   readonly active: string | null;
   readonly nodes: readonly NodeRow[];
+  readonly notes: readonly string[];
 }
 
 /**
- * Merges what every node answered into one row per node. Peers that only appear in a cluster's
- * peer list (not probed) get a row too, so a node nobody asked for is not missing from the picture.
- * Liveness, priority and lag come from the active's peer list, or, with no active answering, from
- * the first node that answered with one.
+ * Merges what every node answered into one row per node (two targets that turn out to be the same
+ * node, by the address it advertises, are one row). Peers that only appear in a cluster's peer list
+ * (not probed) get a row too, so a node nobody asked for is not missing from the picture.
+ *
+ * Only what live nodes say now counts: a node that did not answer is DOWN with no role (`lastRole`
+ * keeps the one the cluster last heard), and the active is decided by `decideActive` from the nodes
+ * that answered, never from a standby's memory of an active that no longer answers. Liveness,
+ * priority and lag come from that active's peer list, or, with none answering, from the first node
+ * that answered with one.
  */
 export function statusView(targets: readonly Target[]): StatusView {
-  const statuses = targets.flatMap((target) =>
-    target.status !== undefined && "status" in target.status ? [target.status.status] : [],
-  );
-  const clusterView =
-    statuses.find((status) => status.role === "active" && status.cluster) ?? statuses.find((s) => s.cluster);
-  const peers = new Map((clusterView?.cluster?.peers ?? []).map((peer) => [peer.address, peer]));
-  const rows: NodeRow[] = targets.map((target) => targetRow(target, peers));
-  for (const peer of peers.values()) {
-    if (rows.some((row) => row.node === peer.address)) continue;
-    rows.push({
-      ...emptyRow(peer.address, "unprobed"),
-      role: peer.role,
-      ...clusterFields(peer),
-    });
+  const rows = mergeSameNode(targets.map(targetRow));
+  const statuses = new Map<string, AdminStatus>();
+  for (const target of targets) {
+    const status = answerOf(target.status)?.status;
+    if (status !== undefined && !statuses.has(status.node)) statuses.set(status.node, status);
   }
   const answered = rows.filter((row) => row.state === "up");
-  const active =
-    answered.find((row) => row.role === "active")?.node ??
-    statuses.find((status) => status.active !== null)?.active ??
-    firstActiveFromInfo(targets);
-  return { active: active ?? null, nodes: rows };
+  const clusterView =
+    answered
+      .filter((row) => row.role === "active")
+      .map((row) => statuses.get(row.node))
+      .find((status) => status?.cluster) ??
+    answered.map((row) => statuses.get(row.node)).find((status) => status?.cluster);
+  const peers = new Map((clusterView?.cluster?.peers ?? []).map((peer) => [peer.address, peer]));
+  const viewed = rows.map((row) => withClusterView(row, peers.get(row.node)));
+  for (const peer of peers.values()) {
+    if (!viewed.some((row) => row.node === peer.address)) viewed.push(unprobedRow(peer));
+  }
+  const decision = decideActive(viewed, followedBy(targets));
+  const nodes = viewed.map((row) =>
+    row.role === "active" && row.node !== decision.active ? { ...row, role: "rival" } : row,
+  );
+  return { active: decision.active, nodes, notes: decision.notes };
 }
 
-function targetRow(target: Target, peers: ReadonlyMap<string, PeerStatus>): NodeRow {
-  const info = target.info !== undefined && "fields" in target.info ? target.info.fields : undefined;
-  const status = target.status !== undefined && "status" in target.status ? target.status.status : undefined;
+function answerOf<T extends object>(probe: T | { readonly error: string } | undefined): T | undefined {
+  return probe !== undefined && !("error" in probe) ? probe : undefined;
+}
+
+/** The active each node that answered follows (its `active` field), by node. */
+function followedBy(targets: readonly Target[]): Map<string, string> {
+  const follows = new Map<string, string>();
+  for (const target of targets) {
+    const fields = answerOf(target.info)?.fields;
+    const status = answerOf(target.status)?.status;
+    const node = fields?.get("node") ?? status?.node;
+    const active = status?.active ?? fields?.get("active");
+    if (node !== undefined && active != null && active !== "-") follows.set(node, active);
+  }
+  return follows;
+}
+
+/**
+ * The active of this view, from the nodes that answered: the one node that says it is active; of
+ * several (a partition, or a moment of a failover), the one most of the others follow, then the
+ * newest epoch; with none answering, a peer lock did not ask that the cluster hears as active. A
+ * node that did not answer is never the active, though its standbys still name it until their peer
+ * timeout runs out: then the view has no active, and a note says whom the standbys still follow.
+ */
+function decideActive(
+  rows: readonly NodeRow[],
+  follows: ReadonlyMap<string, string>,
+): { active: string | null; notes: string[] } {
+  const claiming = rows.filter((row) => row.state !== "down" && row.role === "active");
+  const votes = (row: NodeRow) => [...follows.values()].filter((active) => active === row.node).length;
+  const ranked = [...claiming].sort((a, b) => votes(b) - votes(a) || compareEpochs(b.epoch, a.epoch));
+  const chosen = ranked[0];
+  if (chosen !== undefined) {
+    const notes = ranked
+      .slice(1)
+      .map(
+        (rival) => `${rival.node} also says it is active (a rival: the other nodes follow ${chosen.node})`,
+      );
+    return { active: chosen.node, notes };
+  }
+  const notes = [...new Set(follows.values())].map((active) => {
+    const followers = [...follows].filter(([, named]) => named === active).map(([node]) => node);
+    return `no node that answered is active: ${followers.join(", ")} still follow ${active}, which did not answer (a failover takes a peer timeout)`;
+  });
+  return { active: null, notes };
+}
+
+function compareEpochs(a: string | null, b: string | null): number {
+  const left = BigInt(a ?? "0");
+  const right = BigInt(b ?? "0");
+  return left === right ? 0 : left > right ? 1 : -1;
+}
+
+/** Rows of the same node (its lock and its admin address asked unpaired) become one. */
+function mergeSameNode(rows: readonly NodeRow[]): NodeRow[] {
+  const merged: NodeRow[] = [];
+  for (const row of rows) {
+    const index = merged.findIndex((other) => other.node === row.node);
+    if (index < 0) merged.push(row);
+    else merged[index] = mergeRows(merged[index]!, row);
+  }
+  return merged;
+}
+
+/** Each field from the row that answered, or else the other; the errors of both. */
+function mergeRows(first: NodeRow, second: NodeRow): NodeRow {
+  const [main, extra] = first.state === "up" || second.state !== "up" ? [first, second] : [second, first];
+  const filled = Object.fromEntries(
+    Object.entries(main).map(([field, value]) => [field, value ?? extra[field as keyof NodeRow]]),
+  ) as unknown as NodeRow;
+  return { ...filled, errors: [...first.errors, ...second.errors] };
+}
+
+/** A probed node's row, from what it said itself. */
+function targetRow(target: Target): NodeRow {
+  const info = answerOf(target.info)?.fields;
+  const status = answerOf(target.status)?.status;
   const errors = [target.info, target.status].flatMap((probe) =>
     probe !== undefined && "error" in probe ? [probe.error] : [],
   );
   const node = info?.get("node") ?? status?.node ?? target.lockAddress ?? target.adminAddress!;
-  const base = emptyRow(node, info !== undefined || status !== undefined ? "up" : "down");
-  const peer = peers.get(node);
+  const role = status?.role ?? info?.get("role") ?? null;
   return {
-    ...base,
-    role: status?.role ?? info?.get("role") ?? peer?.role ?? null,
+    ...emptyRow(node, info !== undefined || status !== undefined ? "up" : "down"),
+    role,
+    lastRole: role,
     epoch: status?.epoch ?? info?.get("epoch") ?? null,
     keys: status?.keysHeld ?? number(info?.get("keys")),
     waiters: status?.waiters ?? number(info?.get("waiters")),
     connections: status?.connections ?? number(info?.get("connections")),
     uptimeMs: status?.uptimeMs ?? number(info?.get("uptime_ms")),
     grantsPerSecond: status?.grantsPerSecond ?? null,
-    ...(peer ? clusterFields(peer) : {}),
     lockAddress: target.lockAddress ?? null,
     adminAddress: target.adminAddress ?? null,
     errors,
+  };
+}
+
+/** The cluster's view of a probed node: priority, liveness, lag; the role it last heard if it is down. */
+function withClusterView(row: NodeRow, peer: PeerStatus | undefined): NodeRow {
+  if (peer === undefined) return row;
+  return { ...row, ...clusterFields(peer), lastRole: row.state === "up" ? row.role : peer.role };
+}
+
+/** A peer nobody asked: as the cluster hears it; DOWN (with no role) when it does not hear it. */
+function unprobedRow(peer: PeerStatus): NodeRow {
+  return {
+    ...emptyRow(peer.address, peer.live ? "unprobed" : "down"),
+    role: peer.live ? peer.role : null,
+    lastRole: peer.role,
+    ...clusterFields(peer),
   };
 }
 
@@ -123,6 +221,7 @@ function emptyRow(node: string, state: NodeRow["state"]): NodeRow {
     node,
     state,
     role: null,
+    lastRole: null,
     epoch: null,
     keys: null,
     waiters: null,
@@ -142,15 +241,6 @@ function clusterFields(peer: PeerStatus): Pick<NodeRow, "priority" | "live" | "r
   return { priority: peer.priority, live: peer.live, replicationLagOps: peer.replicationLag?.ops ?? null };
 }
 
-function firstActiveFromInfo(targets: readonly Target[]): string | undefined {
-  for (const target of targets) {
-    const active =
-      target.info !== undefined && "fields" in target.info ? target.info.fields.get("active") : undefined;
-    if (active !== undefined && active !== "-") return active;
-  }
-  return undefined;
-}
-
 function number(text: string | undefined): number | null {
   return text === undefined || !/^\d+$/.test(text) ? null : Number(text);
 }
@@ -158,7 +248,7 @@ function number(text: string | undefined): number | null {
 /** The human-readable table, a header line first. `withAdmin`: the columns only /status fills. */
 export function formatStatus(view: StatusView, withAdmin: boolean): string {
   const up = view.nodes.filter((row) => row.state === "up").length;
-  const probed = view.nodes.filter((row) => row.state !== "unprobed").length;
+  const probed = view.nodes.filter((row) => row.lockAddress !== null || row.adminAddress !== null).length;
   const header = `active: ${view.active ?? "none"}    ${up} of ${probed} nodes answered`;
   const columns = ["NODE", "STATE", "ROLE", "EPOCH", "KEYS", "WAITERS", "CONNS", "UPTIME"];
   if (withAdmin) columns.push("LIVE", "LAG", "GRANTS/S");
@@ -166,7 +256,8 @@ export function formatStatus(view: StatusView, withAdmin: boolean): string {
     const cells = [
       row.node,
       row.state === "up" ? "up" : row.state === "down" ? "DOWN" : "-",
-      row.role ?? "-",
+      // A node that did not answer has no role now; the one the cluster last heard, in words.
+      row.role ?? (row.lastRole !== null ? `was ${row.lastRole}` : "-"),
       row.epoch ?? "-",
       cell(row.keys),
       cell(row.waiters),
@@ -183,7 +274,7 @@ export function formatStatus(view: StatusView, withAdmin: boolean): string {
     return cells;
   });
   // Each error names the address that gave it.
-  const notes = view.nodes.flatMap((row) => row.errors);
+  const notes = [...view.notes, ...view.nodes.flatMap((row) => row.errors)];
   return [header, "", formatTable(columns, rows), ...(notes.length > 0 ? ["", ...notes] : [])].join("\n");
 }
 

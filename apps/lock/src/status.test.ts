@@ -222,7 +222,58 @@ describe("lock status on a cluster", () => {
     expect(after.code).toBe(0);
     expect(after.stdout[0]).toBe(`active: ${servers[0]}    2 of 3 nodes answered`);
     expect(after.stdout.join("\n")).toMatch(
-      new RegExp(`^${servers[2]} +DOWN +standby +- +- +- +- +- +NO `, "m"),
+      new RegExp(`^${servers[2]} +DOWN +was standby +- +- +- +- +- +NO `, "m"),
     );
   });
+
+  it("right after a kill of the active: the dead node is DOWN, never the active, and one row is active", async () => {
+    // A peer timeout long enough that the standbys still name the dead node when lock asks.
+    await using cluster = await LockdCluster.start({
+      nodes: 3,
+      args: ["--admin", "127.0.0.1:0", "--peer-timeout", "3"],
+    });
+    await cluster.nodes[0]!.waitForServing({ since: 0 });
+    await Promise.all(
+      cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
+    );
+    const servers = cluster.proxies.map((proxy) => proxy.address);
+    const admin = cluster.nodes.map((node) => `127.0.0.1:${node.adminPort}`);
+    const envs: Array<Record<string, string>> = [
+      { LOCK_SERVERS: servers.join(",") },
+      { LOCK_SERVERS: servers.join(","), LOCK_ADMIN: admin.join(",") },
+    ];
+    for (const env of envs) {
+      const { view } = await status([], env);
+      expect(view.active).toBe(servers[0]);
+    }
+    // Standbys show the epoch of the active they follow, not 0 (they learn it from its heartbeats).
+    await eventually(async () => {
+      const { view } = await status([], envs[0]!);
+      return view.nodes.every((row) => row.epoch === view.nodes[0]!.epoch);
+    });
+    expect((await status([], envs[1]!)).view.nodes.map((row) => row.epoch)).toEqual(
+      Array(3).fill((await cluster.info(0)).epoch),
+    );
+    const since = cluster.nodes[1]!.logs.length;
+    await cluster.nodes[0]!.kill("SIGKILL");
+
+    // Within the peer timeout: the standbys still follow node 0, which does not answer.
+    const early = await status([], { LOCK_SERVERS: servers.join(",") });
+    expect(early.code).toBe(0);
+    expect(early.view.active).toBeNull();
+    expect(early.view.nodes[0]).toMatchObject({ node: servers[0], state: "down", role: null });
+    expect(early.view.notes.join()).toContain(`follow ${servers[0]}, which did not answer`);
+
+    // After the failover: node 1 is the one active row; node 0 is DOWN, last seen active.
+    await cluster.nodes[1]!.waitForServing({ since });
+    for (const env of envs) {
+      await eventually(async () => (await status([], env)).view.active === servers[1]);
+      const { view } = await status([], env);
+      expect(view.nodes.filter((row) => row.role === "active").map((row) => row.node)).toEqual([servers[1]]);
+      expect(view.nodes[0]).toMatchObject({ node: servers[0], state: "down", role: null });
+      const table = await LockCli.run(["status"], env);
+      expect(table.stdout[0]).toBe(`active: ${servers[1]}    2 of 3 nodes answered`);
+      expect(table.stdout.filter((line) => /^\S+ +\S+ +active /.test(line))).toHaveLength(1);
+    }
+  }, 60_000);
 });

@@ -31,6 +31,17 @@ async function connect(port: number): Promise<LineClient> {
   return client;
 }
 
+/** A 3-node cluster with admin servers: node 0 serves, nodes 1 and 2 follow it. */
+async function startCluster(): Promise<LockdCluster> {
+  const cluster = await LockdCluster.start({ nodes: 3, args: ["--admin", "127.0.0.1:0"] });
+  disposables.push(cluster);
+  await cluster.nodes[0]!.waitForServing({ since: 0 });
+  await Promise.all(
+    cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
+  );
+  return cluster;
+}
+
 /** Every page of /locks with `query`, following nextCursor. */
 async function allPages(get: (path: string) => Promise<Response>, query: string): Promise<LocksPage[]> {
   const pages: LocksPage[] = [];
@@ -129,12 +140,7 @@ describe("GET /version and /readyz", () => {
   });
 
   it("is ready on the active and on synced standbys, and not on standbys whose link to the active is down", async () => {
-    const cluster = await LockdCluster.start({ nodes: 3, args: ["--admin", "127.0.0.1:0"] });
-    disposables.push(cluster);
-    await cluster.nodes[0]!.waitForServing({ since: 0 });
-    await Promise.all(
-      cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
-    );
+    const cluster = await startCluster();
     const readyz = async (i: number) => {
       const response = await fetch(`http://127.0.0.1:${cluster.nodes[i]!.adminPort}/readyz`);
       return {
@@ -197,4 +203,60 @@ describe("GET /version and /readyz", () => {
     cluster.heal();
     for (const i of [1, 2]) expect((await until(i, true)).status).toBe(200);
   });
+});
+
+describe("a standby's epoch", () => {
+  it("is the epoch of the active it follows, in I, in /status and in its own peer row, across a failover and a restart", async () => {
+    const cluster = await startCluster();
+    const status = async (i: number) =>
+      (await (await fetch(`http://127.0.0.1:${cluster.nodes[i]!.adminPort}/status`)).json()) as {
+        role: string;
+        epoch: string;
+        epochOf: string | null;
+        cluster: { peers: Array<{ address: string; self: boolean; epoch: string; follows: string | null }> };
+      };
+    /** Polls: a standby learns the active's epoch from its heartbeats, which no log line announces. */
+    const reports = async (i: number, active: number) => {
+      const epoch = (await cluster.info(active)).epoch!;
+      for (;;) {
+        const [info, answer] = await Promise.all([cluster.info(i), status(i)]);
+        const self = answer.cluster.peers.find((peer) => peer.self)!;
+        if (info.epoch === epoch && answer.epoch === epoch && self.epoch === epoch) return answer;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const epoch0 = (await cluster.info(0)).epoch!;
+    expect(BigInt(epoch0)).toBeGreaterThan(0n);
+    for (const i of [1, 2]) {
+      const answer = await reports(i, 0);
+      expect(answer).toMatchObject({ role: "standby", epoch: epoch0, epochOf: cluster.advertised(0) });
+    }
+    expect((await status(0)).epochOf).toBe(cluster.advertised(0));
+    const metrics = await (await fetch(`http://127.0.0.1:${cluster.nodes[1]!.adminPort}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`^lockd_epoch ${epoch0}$`, "m"));
+    // The active's page sees whom each standby follows, and shows that active's epoch for it.
+    for (const peer of (await status(0)).cluster.peers.filter((peer) => !peer.self)) {
+      for (;;) {
+        const row = (await status(0)).cluster.peers.find((other) => other.address === peer.address)!;
+        if (row.follows === cluster.advertised(0) && row.epoch === epoch0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+
+    const since = cluster.nodes[1]!.logs.length;
+    await cluster.nodes[0]!.kill("SIGKILL");
+    await cluster.nodes[1]!.waitForServing({ since });
+    const epoch1 = (await cluster.info(1)).epoch!;
+    expect(BigInt(epoch1)).toBeGreaterThan(BigInt(epoch0));
+    expect(await reports(2, 1)).toMatchObject({ epoch: epoch1, epochOf: cluster.advertised(1) });
+    // Restarted, node 0 is a standby of node 1: it reports node 1's epoch, not the one it last had.
+    const restartedAt = cluster.nodes[0]!.logs.length;
+    await cluster.restart(0);
+    await cluster.nodes[0]!.waitForFollowing(cluster.advertised(1), { since: restartedAt });
+    expect(await reports(0, 1)).toMatchObject({
+      role: "standby",
+      epoch: epoch1,
+      epochOf: cluster.advertised(1),
+    });
+  }, 60_000);
 });

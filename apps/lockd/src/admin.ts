@@ -2,7 +2,7 @@ import { type LockServer, SecretChecker } from "@lock/server";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { HostPort } from "./address.js";
 import type { ClusterLog } from "./cluster-log.js";
-import { registerLocksRoute } from "./locks-route.js";
+import { listLocks, registerLocksRoute } from "./locks-route.js";
 import type { LockdMetrics } from "./metrics.js";
 import { readiness } from "./readiness.js";
 import type { StatusHistory } from "./status-history.js";
@@ -10,6 +10,8 @@ import { registerStatusPage, STATUS_PAGE_PATHS } from "./status-page.js";
 
 /** Keys listed under "most contended" in /status. */
 const CONTENDED_SHOWN = 10;
+/** Held keys the status page lists at a time (its holders view, and the first paint). */
+export const PAGE_LOCKS_LIMIT = 20;
 
 export interface AdminDeps {
   readonly server: LockServer;
@@ -32,17 +34,59 @@ export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) 
     node: node.advertise,
     role: node.role,
     active: node.activeAddress ?? null,
-    epoch: node.epoch.toString(),
+    // A standby issues no tokens: it reports the epoch of the active it follows, and says whose.
+    epoch: node.reportedEpoch.toString(),
+    epochOf: epochOwner(server),
     uptimeMs: node.uptimeMs,
     connections: server.connectionCount,
     keysHeld: node.engine.keyCount,
     waiters: node.engine.waiterCount,
     grantsPerSecond: history.grantsPerSecond(performance.now()),
     counters: { ...node.engine.counters },
-    cluster: server.cluster ? { peers: server.cluster.peerStatus(), ...server.cluster.counters } : null,
+    cluster: server.cluster
+      ? { peers: withFollowedEpochs(server.cluster.peerStatus()), ...server.cluster.counters }
+      : null,
     mostContended: node.engine.mostContended(CONTENDED_SHOWN),
     recentChanges: clusterLog.recent(),
   };
+}
+
+/** Whose epoch `/status` reports: this node's on an active, the followed active's on a standby. */
+function epochOwner(server: LockServer): string | null {
+  const node = server.node;
+  if (node.role === "active") return node.advertise;
+  return node.followedEpoch?.() !== undefined ? (node.activeAddress ?? null) : null;
+}
+
+type PeerRow = ReturnType<NonNullable<LockServer["cluster"]>["peerStatus"]>[number];
+
+/**
+ * Another standby's row shows the epoch of the active it follows (as this node hears that active),
+ * as its own `/status` does; its heartbeats carry its table's epoch, which means nothing on a standby.
+ */
+function withFollowedEpochs(peers: readonly PeerRow[]): PeerRow[] {
+  const byAddress = new Map(peers.map((peer) => [peer.address, peer]));
+  return peers.map((peer) => {
+    if (peer.self || peer.role !== "standby") return peer;
+    const followed = peer.follows === null ? undefined : byAddress.get(peer.follows);
+    return { ...peer, epoch: followed?.role === "active" ? followed.epoch : "0" };
+  });
+}
+
+function nodeHistory({ history }: AdminDeps) {
+  return { intervalMs: 1000, points: history.points() };
+}
+
+/**
+ * What the status page shows at its first paint, in the page itself: what /status, /history and
+ * the first page of /locks would answer. With an admin token, only what /readyz tells anyone.
+ */
+async function pageState(deps: AdminDeps) {
+  if (deps.adminToken !== undefined) {
+    return { auth: "required", node: deps.server.node.advertise, role: deps.server.node.role };
+  }
+  const locks = await listLocks(deps.server, { prefix: "", after: undefined, limit: PAGE_LOCKS_LIMIT });
+  return { status: nodeStatus(deps), history: nodeHistory(deps), locks };
 }
 
 export function nodeReadiness({ server }: AdminDeps) {
@@ -74,13 +118,13 @@ export async function buildAdmin(deps: AdminDeps): Promise<FastifyInstance> {
   });
   app.get("/version", async () => ({ version: deps.version, node: process.versions.node }));
   app.get("/status", async () => nodeStatus(deps));
-  app.get("/history", async () => ({ intervalMs: 1000, points: deps.history.points() }));
+  app.get("/history", async () => nodeHistory(deps));
   registerLocksRoute(app, deps.server);
   app.get("/metrics", async (_request, reply) => {
     reply.header("content-type", deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();
   });
-  registerStatusPage(app);
+  registerStatusPage(app, () => pageState(deps));
   return app;
 }
 

@@ -25,4 +25,18 @@ describe("ClusterLog", () => {
     expect(recent).toHaveLength(CLUSTER_LOG_SIZE);
     expect(recent[0]).toMatchObject({ node: `p:${CLUSTER_LOG_SIZE + 4}`, live: false, role: null });
   });
+
+  it("records whom this standby follows, so its page shows another node taking over", () => {
+    const { clock, clusterLog } = log();
+    clusterLog.following("a:1");
+    clock.wall += 500;
+    clusterLog.following(undefined);
+    clock.wall += 500;
+    clusterLog.following("c:1");
+    expect(clusterLog.recent()).toEqual([
+      { at: 1_001_000, kind: "follow", node: "b:1", active: "c:1" },
+      { at: 1_000_500, kind: "follow", node: "b:1", active: null },
+      { at: 1_000_000, kind: "follow", node: "b:1", active: "a:1" },
+    ]);
+  });
 });

@@ -1,6 +1,9 @@
 import type { NodeRole } from "@lock/server";
 
-/** One entry of the status page's "recent changes": this node's role, or a peer's liveness. */
+/**
+ * One entry of the status page's "recent changes": this node's role, a peer's liveness, or the
+ * active this standby follows (how a standby learns that another node took over).
+ */
 export type ClusterChange =
   | {
       readonly at: number;
@@ -16,6 +19,14 @@ export type ClusterChange =
       readonly node: string;
       readonly live: boolean;
       readonly role: NodeRole | null;
+    }
+  | {
+      readonly at: number;
+      readonly kind: "follow";
+      /** This node. */
+      readonly node: string;
+      /** The active it follows now; null: none (it knows no live active). */
+      readonly active: string | null;
     };
 
 /** Kept changes: an operator looks back minutes, not days; the log has the rest. */
@@ -50,6 +61,11 @@ export class ClusterLog {
 
   peerLiveness(address: string, live: boolean, role: NodeRole | undefined): void {
     this.#push({ at: this.#wallNow(), kind: "peer", node: address, live, role: role ?? null });
+  }
+
+  /** This standby follows `active` now (undefined: no active known). */
+  following(active: string | undefined): void {
+    this.#push({ at: this.#wallNow(), kind: "follow", node: this.#self(), active: active ?? null });
   }
 
   /** Newest first. */

@@ -42,20 +42,28 @@ export function registerLocksRoute(app: FastifyInstance, server: LockServer): vo
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
     if (after === null) return badRequest(reply, "BAD_CURSOR", "cursor is not one this server returned");
 
-    await prepareIndex(server);
-    const page = server.node.engine.listHeld({ prefix, after, limit });
-    const last = page.keys.at(-1);
-    return {
-      locks: page.keys.map((held) => ({
-        key: held.key,
-        token: held.token.toString(),
-        leaseRemainingMs: held.remainingMs,
-        waiters: held.waiters,
-        holder: held.holder ?? null,
-      })),
-      nextCursor: page.more && last ? encodeCursor(last.key) : null,
-    };
+    return listLocks(server, { prefix, after, limit });
   });
+}
+
+/** One page of held keys (the status page's first paint takes one too). */
+export async function listLocks(
+  server: LockServer,
+  query: { prefix: string; after: string | undefined; limit: number },
+): Promise<LocksPage> {
+  await prepareIndex(server);
+  const page = server.node.engine.listHeld(query);
+  const last = page.keys.at(-1);
+  return {
+    locks: page.keys.map((held) => ({
+      key: held.key,
+      token: held.token.toString(),
+      leaseRemainingMs: held.remainingMs,
+      waiters: held.waiters,
+      holder: held.holder ?? null,
+    })),
+    nextCursor: page.more && last ? encodeCursor(last.key) : null,
+  };
 }
 
 /** Builds the engine's ordered index of held keys in steps, one per event-loop turn, until complete. */

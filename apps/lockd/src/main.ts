@@ -78,6 +78,7 @@ async function main(): Promise<void> {
                 log.info({ role, reason, epoch: epoch.toString() }, "role changed");
               },
               following: (active) => {
+                clusterLog.following(active);
                 log.info({ active: active ?? null }, "following active");
               },
               peerRefused: (peer, reply) => log.error({ peer, reply }, "peer refused the cluster link"),
@@ -111,6 +112,7 @@ async function main(): Promise<void> {
   const engine = server.node.engine;
   const history = new StatusHistory({
     grants: () => engine.counters.grants,
+    replicatedGrants: () => server.cluster?.replicatedGrants ?? 0,
     handoffs: () => engine.counters.handoffs,
     keysHeld: () => engine.keyCount,
     waiters: () => engine.waiterCount,

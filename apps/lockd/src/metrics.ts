@@ -119,7 +119,11 @@ export class LockdMetrics implements ServerObserver {
       "Open client connections that have not authenticated yet",
       (s) => s.unauthenticatedCount,
     );
-    this.#gauge("lockd_epoch", "Current token epoch", (s) => Number(s.node.epoch));
+    this.#gauge(
+      "lockd_epoch",
+      "Current token epoch (on a standby: the epoch of the active it follows)",
+      (s) => Number(s.node.reportedEpoch),
+    );
     this.#gauge("lockd_is_active", "1 when this node serves clients", (s) =>
       s.node.role === "active" ? 1 : 0,
     );

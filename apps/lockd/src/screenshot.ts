@@ -4,13 +4,20 @@ import { LineClient, LockdCluster, REPO_ROOT } from "@lock/testkit";
 import { CHROMIUM_PATH, hasChromium, launchChromium } from "./browser.js";
 
 /**
- * `pnpm screenshot`: docs/status-page.png from a live 3-node cluster under some load. Node 0 is the
- * active, node 2 is killed so the picture shows all three states, a few keys have queues (most
- * contended), and a load of acquire+release cycles runs for `SCREENSHOT_LOAD_S` seconds (default
- * 90) so the chart has a shape. Not a test; run it by hand after changing the page.
+ * `pnpm screenshot`: the status page's pictures in docs/ from a live 3-node cluster under some
+ * load: the active's page 1280 and 420 px wide, and a standby's page (`status-page-standby.png`).
+ * Node 0 is the active, node 2 is killed so the picture shows all three states, a few keys have
+ * queues (most contended), and a load of acquire+release cycles runs for `SCREENSHOT_LOAD_S`
+ * seconds (default 90) so the chart has a shape. `SCREENSHOT_NAME` changes the files' stem
+ * (default `status-page`). Not a test; run it by hand after changing the page.
  */
 const LOAD_SECONDS = Number(process.env.SCREENSHOT_LOAD_S ?? 90);
-const OUTPUT = join(REPO_ROOT, "docs", "status-page.png");
+const STEM = process.env.SCREENSHOT_NAME ?? "status-page";
+const SHOTS = [
+  { node: 0, width: 1280, file: `${STEM}-1280.png` },
+  { node: 0, width: 420, file: `${STEM}-420.png` },
+  { node: 1, width: 1280, file: `${STEM}-standby.png` },
+] as const;
 
 async function cycles(client: LineClient, prefix: string, until: number, pace: () => number): Promise<void> {
   let n = 0;
@@ -85,13 +92,21 @@ async function main(): Promise<void> {
     await cluster.nodes[2]!.kill("SIGKILL");
     // The picture is taken while the load still runs, a few seconds before it ends.
     await new Promise((resolve) => setTimeout(resolve, (LOAD_SECONDS * 1000) / 2 - 5000));
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1000 }, deviceScaleFactor: 1 });
-    await page.goto(`http://127.0.0.1:${cluster.nodes[0]!.adminPort}/`);
-    await page.waitForSelector(`#nodes tr[data-node="${cluster.advertised(2)}"][data-state="down"]`);
-    await page.waitForSelector("#contended tbody tr");
     mkdirSync(join(REPO_ROOT, "docs"), { recursive: true });
-    await page.screenshot({ path: OUTPUT, fullPage: true });
-    console.log(`wrote ${OUTPUT}`);
+    for (const shot of SHOTS) {
+      const page = await browser.newPage({
+        viewport: { width: shot.width, height: 1000 },
+        deviceScaleFactor: 1,
+      });
+      await page.goto(`http://127.0.0.1:${cluster.nodes[shot.node]!.adminPort}/`);
+      await page.waitForSelector(`#nodes tr[data-node="${cluster.advertised(2)}"][data-state="down"]`);
+      // A standby's replica has holders but no queues: only the active lists contended keys.
+      if (shot.node === 0) await page.waitForSelector("#contended tbody tr");
+      const output = join(REPO_ROOT, "docs", shot.file);
+      await page.screenshot({ path: output, fullPage: true });
+      await page.close();
+      console.log(`wrote ${output}`);
+    }
     await Promise.all(running);
   } finally {
     for (const client of clients) client.close();

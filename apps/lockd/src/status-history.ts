@@ -1,6 +1,8 @@
 /** What the history samples each second: monotonically growing counters and two gauges. */
 export interface SampleSource {
   grants(): number;
+  /** Grants a standby applied from the active's stream (0 on a single node). */
+  replicatedGrants(): number;
   handoffs(): number;
   keysHeld(): number;
   waiters(): number;
@@ -11,6 +13,11 @@ export interface HistoryPoint {
   /** Wall-clock time (ms since 1970) at the end of the interval. */
   readonly at: number;
   readonly grantsPerSecond: number;
+  /**
+   * While this node was a standby: the active's grants it replicated, so a standby's chart shows
+   * the cluster's activity, and it keeps that history when it becomes the active.
+   */
+  readonly replicatedGrantsPerSecond: number;
   readonly handoffsPerSecond: number;
   readonly keysHeld: number;
   readonly waiters: number;
@@ -21,6 +28,7 @@ interface Sample {
   readonly monotonicMs: number;
   readonly wallMs: number;
   readonly grants: number;
+  readonly replicatedGrants: number;
   readonly handoffs: number;
   readonly keysHeld: number;
   readonly waiters: number;
@@ -33,7 +41,7 @@ export const HISTORY_SAMPLES = 300;
  * A server-side ring of samples (one a second, the last `capacity`), so the status page draws the
  * last minutes at once, and a reload keeps them. Also the grants/s figure of `/status`. Pure: the
  * caller samples (lockd: a one-second interval timer), and tests call `sample` with their own times.
- * Memory is fixed: `capacity` + 1 samples of six numbers.
+ * Memory is fixed: `capacity` + 1 samples of seven numbers.
  */
 export class StatusHistory {
   readonly #source: SampleSource;
@@ -53,6 +61,7 @@ export class StatusHistory {
       monotonicMs,
       wallMs,
       grants: source.grants(),
+      replicatedGrants: source.replicatedGrants(),
       handoffs: source.handoffs(),
       keysHeld: source.keysHeld(),
       waiters: source.waiters(),
@@ -80,6 +89,7 @@ export class StatusHistory {
       points.push({
         at: after.wallMs,
         grantsPerSecond: round1((after.grants - before.grants) / seconds),
+        replicatedGrantsPerSecond: round1((after.replicatedGrants - before.replicatedGrants) / seconds),
         handoffsPerSecond: round1((after.handoffs - before.handoffs) / seconds),
         keysHeld: after.keysHeld,
         waiters: after.waiters,

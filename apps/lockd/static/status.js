@@ -1,7 +1,11 @@
-// lockd live status page: polls this node's admin API once a second and draws what it says.
-// Plain browser JavaScript, no dependencies, no requests to any other origin (the server's
-// Content-Security-Policy forbids them). Every value from the server goes in with textContent,
-// never as HTML: key names are client-chosen.
+// lockd live status page: draws the state lockd put in the page at once (the first paint shows
+// it), then polls this node's admin API once a second. Plain browser modules, no dependencies, no
+// requests to any other origin (the server's Content-Security-Policy forbids them). Every value
+// from the server goes in with textContent, never as HTML: key names are client-chosen.
+
+import { renderChart } from "./status-chart.js";
+import { clockText, epochText, epochTitle, formatCount, formatMs, formatRate } from "./status-format.js";
+import { HoldersView } from "./status-holders.js";
 
 const POLL_MS = 1000;
 /** Without an answer for this long, the page says so in red: the node may be down. */
@@ -27,7 +31,10 @@ class Unauthorized extends Error {}
 async function getJson(path) {
   const response = await fetch(path, { headers: authHeaders(), cache: "no-store" });
   if (response.status === 401) throw new Unauthorized();
-  if (!response.ok) throw new Error(`${path}: HTTP ${response.status}`);
+  if (!response.ok) {
+    const body = await response.json().catch(() => ({}));
+    throw Object.assign(new Error(body.message ?? `${path}: HTTP ${response.status}`), { code: body.code });
+  }
   return response.json();
 }
 
@@ -61,12 +68,40 @@ function badge(state) {
   return span;
 }
 
-function cell(row, content, className) {
+/** An address that never wraps (it scrolls or stacks instead). */
+function address(text, note) {
+  const span = document.createElement("span");
+  const name = document.createElement("span");
+  name.className = "address";
+  name.textContent = text;
+  span.append(name);
+  if (note) {
+    const muted = document.createElement("span");
+    muted.className = "muted";
+    muted.textContent = ` ${note}`;
+    span.append(muted);
+  }
+  return span;
+}
+
+/** A cell; `label` names it where narrow screens stack a row's cells. */
+function cell(row, content, className, label) {
   const td = row.insertCell();
   if (content instanceof Node) td.append(content);
   else td.textContent = content;
   if (className) td.className = className;
+  if (label) td.dataset.label = label;
   return td;
+}
+
+function epochCell(row, epoch, note) {
+  const td = cell(
+    row,
+    note && epoch !== "0" ? `${epochText(epoch)} ${note}` : epochText(epoch),
+    "epoch",
+    "Epoch",
+  );
+  td.title = epochTitle(epoch);
 }
 
 function lagText(peer, status) {
@@ -78,15 +113,19 @@ function lagText(peer, status) {
   return `${lag.ops} ops behind, last ack ${formatMs(lag.sinceAckMs)} ago`;
 }
 
-function linkText(peer) {
-  if (peer.self) return "this node";
-  return peer.linkConnected ? "connected" : "not connected";
-}
-
 function renderNodes(status) {
   const peers = status.cluster
     ? status.cluster.peers
-    : [{ address: status.node, self: true, role: status.role, epoch: status.epoch, live: true }];
+    : [
+        {
+          address: status.node,
+          self: true,
+          role: status.role,
+          epoch: status.epoch,
+          live: true,
+          follows: null,
+        },
+      ];
   const body = $("nodes").tBodies[0];
   body.replaceChildren();
   for (const peer of peers) {
@@ -95,34 +134,44 @@ function renderNodes(status) {
     row.dataset.node = peer.address;
     row.dataset.state = state;
     if (state === "down") row.className = "down";
-    const name = document.createElement("span");
-    name.textContent = peer.address;
-    const where = document.createElement("span");
-    where.className = "muted";
-    where.textContent = peer.self ? " (this node)" : "";
-    const nameCell = document.createElement("span");
-    nameCell.append(name, where);
-    cell(row, nameCell, "key");
-    cell(row, badge(state), "state");
-    // A node that was never active has taken no epoch: "0" would read like a value.
-    cell(row, peer.epoch === "0" ? "none yet" : peer.epoch);
-    cell(row, linkText(peer));
-    cell(row, lagText(peer, status));
+    cell(row, address(peer.address, peer.self ? "(this node)" : ""), "key", "Node");
+    cell(row, badge(state), "state", "State");
+    epochCell(row, peer.epoch, state === "standby" ? "(its active's)" : "");
+    cell(row, peer.follows ? address(peer.follows) : "—", "follows", "Follows");
+    cell(
+      row,
+      peer.self ? "this node" : peer.linkConnected ? "connected" : "not connected",
+      undefined,
+      "Link",
+    );
+    cell(row, lagText(peer, status), undefined, "Replication lag");
   }
 }
 
 function renderSummary(status) {
   $("self-address").textContent = status.node;
+  $("version").textContent = `v${status.version}`;
   const role = $("self-role");
   role.className = `badge ${status.role}`;
   role.textContent = status.role.toUpperCase();
   $("active").textContent = status.active ?? "none known";
-  $("epoch").textContent = status.epoch;
-  $("keys-held").textContent = status.keysHeld.toLocaleString("en");
-  $("waiters").textContent = status.waiters.toLocaleString("en");
-  $("grants-rate").textContent = status.grantsPerSecond.toLocaleString("en");
-  $("connections").textContent = status.connections.toLocaleString("en");
+  $("active").title = status.active ?? "";
+  const epoch = $("epoch");
+  const readable = document.createElement("span");
+  readable.className = "epoch-readable";
+  readable.textContent = epochText(status.epoch);
+  const whose = document.createElement("span");
+  whose.className = "sub muted";
+  whose.textContent =
+    status.role === "standby" && status.epochOf ? `the active's, ${status.epoch}` : status.epoch;
+  epoch.replaceChildren(readable, whose);
+  epoch.title = epochTitle(status.epoch);
+  $("keys-held").textContent = formatCount(status.keysHeld);
+  $("waiters").textContent = formatCount(status.waiters);
+  $("grants-rate").textContent = formatRate(status.grantsPerSecond);
+  $("connections").textContent = formatCount(status.connections);
   $("uptime").textContent = formatMs(status.uptimeMs);
+  holders.showCount(status.keysHeld);
 }
 
 function renderContended(status) {
@@ -131,14 +180,23 @@ function renderContended(status) {
   for (const { key, waiters } of status.mostContended) {
     const row = body.insertRow();
     cell(row, key, "key");
-    cell(row, waiters.toLocaleString("en"));
+    cell(row, formatCount(waiters));
   }
   $("contended-none").hidden = status.mostContended.length > 0;
 }
 
+/** lockd's reasons name epochs as numbers ("above a rival active's 7412705793"): in words here. */
+function epochsInWords(text) {
+  return text.replace(/\b\d{9,13}\b/g, (epoch) => epochText(epoch));
+}
+
 function changeText(change) {
   if (change.kind === "role")
-    return `${change.node} became ${change.role.toUpperCase()} (epoch ${change.epoch}): ${change.reason}`;
+    return `${change.node} became ${change.role.toUpperCase()} (epoch ${epochText(change.epoch)}): ${epochsInWords(change.reason)}`;
+  if (change.kind === "follow")
+    return change.active
+      ? `${change.active} is the ACTIVE now: this node follows it`
+      : "this node follows no active: none is live";
   const role = change.role ? ` (last seen ${change.role})` : "";
   return change.live ? `${change.node} is LIVE${role}` : `${change.node} is DOWN: no heartbeat${role}`;
 }
@@ -150,87 +208,11 @@ function renderChanges(status) {
     const item = document.createElement("li");
     const time = document.createElement("time");
     time.dateTime = new Date(change.at).toISOString();
-    time.textContent = new Date(change.at).toLocaleTimeString("en-GB");
+    time.textContent = clockText(change.at);
     item.append(time, changeText(change));
     list.append(item);
   }
   $("changes-none").hidden = status.recentChanges.length > 0;
-}
-
-/** Two lines over the last minutes, y from 0 to a round maximum, labelled in the canvas. */
-function renderChart(history) {
-  const canvas = $("chart");
-  const ratio = window.devicePixelRatio || 1;
-  const width = canvas.clientWidth;
-  const height = canvas.clientHeight;
-  canvas.width = Math.round(width * ratio);
-  canvas.height = Math.round(height * ratio);
-  const g = canvas.getContext("2d");
-  g.scale(ratio, ratio);
-  g.clearRect(0, 0, width, height);
-  const points = history.points;
-  const left = 56;
-  const bottom = height - 22;
-  const top = 8;
-  const spanMs = 5 * 60_000;
-  const now = points.length ? points[points.length - 1].at : Date.now();
-  const max = niceMax(Math.max(1, ...points.map((p) => Math.max(p.grantsPerSecond, p.handoffsPerSecond))));
-  const x = (at) => left + ((width - left - 8) * (at - (now - spanMs))) / spanMs;
-  const y = (value) => bottom - ((bottom - top) * value) / max;
-
-  g.strokeStyle = "#2e3640";
-  g.fillStyle = "#9aa4b1";
-  g.font = "12px system-ui, sans-serif";
-  g.lineWidth = 1;
-  for (let i = 0; i <= 4; i++) {
-    const value = (max * i) / 4;
-    g.beginPath();
-    g.moveTo(left, y(value));
-    g.lineTo(width - 8, y(value));
-    g.stroke();
-    g.fillText(formatRate(value), 4, y(value) + 4);
-  }
-  for (let minutes = 5; minutes >= 0; minutes--) {
-    const at = now - minutes * 60_000;
-    g.fillText(minutes === 0 ? "now" : `-${minutes} min`, x(at) - (minutes === 0 ? 24 : 16), height - 4);
-  }
-  const line = (read, colour) => {
-    g.strokeStyle = colour;
-    g.lineWidth = 2;
-    g.beginPath();
-    points.forEach((point, i) => {
-      if (i === 0) g.moveTo(x(point.at), y(read(point)));
-      else g.lineTo(x(point.at), y(read(point)));
-    });
-    g.stroke();
-  };
-  line((p) => p.grantsPerSecond, "#4fc3f7");
-  line((p) => p.handoffsPerSecond, "#ffb74d");
-  const last = points[points.length - 1];
-  $("grants-now").textContent = last ? `now ${formatRate(last.grantsPerSecond)}` : "";
-  $("handoffs-now").textContent = last ? `now ${formatRate(last.handoffsPerSecond)}` : "";
-}
-
-function niceMax(value) {
-  const step = 10 ** Math.floor(Math.log10(value));
-  for (const factor of [1, 2, 5, 10]) if (value <= step * factor) return step * factor;
-  return step * 10;
-}
-
-function formatRate(value) {
-  if (value >= 10_000) return `${Math.round(value / 1000)}k`;
-  if (value >= 1000) return `${(value / 1000).toFixed(1)}k`;
-  return String(Math.round(value * 10) / 10);
-}
-
-function formatMs(ms) {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const seconds = Math.floor(ms / 1000);
-  if (seconds < 120) return `${seconds} s`;
-  const minutes = Math.floor(seconds / 60);
-  if (minutes < 120) return `${minutes} min`;
-  const hours = Math.floor(minutes / 60);
-  return hours < 48 ? `${hours} h ${minutes % 60} min` : `${Math.floor(hours / 24)} d ${hours % 24} h`;
 }
 
 function renderFreshness() {
@@ -245,20 +227,26 @@ function renderFreshness() {
   else freshness.textContent = `live · updated ${new Date(lastAnswerAt).toLocaleTimeString("en-GB")}`;
 }
 
+function render(status, history) {
+  lastAnswerAt = Date.now();
+  everAnswered = true;
+  $("login").hidden = true;
+  $("dashboard").hidden = false;
+  renderSummary(status);
+  renderNodes(status);
+  renderContended(status);
+  renderChanges(status);
+  renderChart($("chart"), history);
+}
+
+const holders = new HoldersView(getJson, cell);
+
 let timer;
 async function poll() {
   clearTimeout(timer);
   try {
-    const [status, history] = await Promise.all([getJson("/status"), getJson("/history")]);
-    lastAnswerAt = Date.now();
-    everAnswered = true;
-    $("login").hidden = true;
-    $("dashboard").hidden = false;
-    renderSummary(status);
-    renderNodes(status);
-    renderContended(status);
-    renderChanges(status);
-    renderChart(history);
+    const [status, history] = await Promise.all([getJson("/status"), getJson("/history"), holders.refresh()]);
+    render(status, history);
   } catch (error) {
     if (error instanceof Unauthorized) {
       const hadToken = sessionStorage.getItem(TOKEN_KEY) !== null;
@@ -271,4 +259,31 @@ async function poll() {
   timer = setTimeout(poll, POLL_MS);
 }
 
+/**
+ * The state lockd put in the page: drawn before the first paint (this script blocks rendering).
+ * With an admin token it holds only the node and its role: the page shows them, and asks for the
+ * token unless this tab has it.
+ */
+function renderInitialState() {
+  const block = $("initial-state");
+  const state = block ? JSON.parse(block.textContent) : {};
+  if (state.status) {
+    render(state.status, state.history);
+    holders.render(state.locks);
+    renderFreshness();
+    return;
+  }
+  if (state.node) {
+    $("self-address").textContent = state.node;
+    const role = $("self-role");
+    role.className = `badge ${state.role}`;
+    role.textContent = state.role.toUpperCase();
+  }
+  if (state.auth !== "required") return;
+  // With the token at hand, the dashboard's frame shows while the first poll is under way.
+  if (sessionStorage.getItem(TOKEN_KEY) === null) showLogin(false);
+  else $("dashboard").hidden = false;
+}
+
+renderInitialState();
 poll();

@@ -82,6 +82,11 @@ export class LockNode {
    * it is journaled: the cluster announces the epoch (`!P`) ahead of that grant.
    */
   onEpochRenewed: ((epoch: bigint) => void) | undefined;
+  /**
+   * On a standby: the epoch of the active it follows, as that active's heartbeats say (set by the
+   * cluster); undefined while it follows none.
+   */
+  followedEpoch: (() => bigint | undefined) | undefined;
   #wasServing = false;
 
   constructor(options: LockNodeOptions) {
@@ -142,6 +147,15 @@ export class LockNode {
 
   get epoch(): bigint {
     return this.engine.epoch;
+  }
+
+  /**
+   * The epoch to report to people and clients (`I`, /status): this node's own on an active; on a
+   * standby, which issues no tokens, the epoch of the active it follows (0 while it follows none).
+   * A standby's own `epoch` is whatever its table started with: 0, or its last one before a restart.
+   */
+  get reportedEpoch(): bigint {
+    return this.role === "active" ? this.epoch : (this.followedEpoch?.() ?? 0n);
   }
 
   /** Active and not held: lock verbs are served. */

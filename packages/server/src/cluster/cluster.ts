@@ -70,6 +70,11 @@ export class Cluster implements PeerSessionHandler {
     node.beforeDeadlines = () => this.guardStall();
     node.onServing = () => this.#events.serving(node.epoch);
     node.onEpochRenewed = (epoch) => this.#replicator.announceEpoch(epoch);
+    node.followedEpoch = () => {
+      const active =
+        node.activeAddress === undefined ? undefined : this.membership.peerByAddress(node.activeAddress);
+      return active?.role === "active" ? active.epoch : undefined;
+    };
   }
 
   start(): void {
@@ -167,6 +172,11 @@ export class Cluster implements PeerSessionHandler {
     return this.#replica.source;
   }
 
+  /** Grants this node applied from an active's stream while a standby (Replica.grantsApplied). */
+  get replicatedGrants(): number {
+    return this.#replica.grantsApplied;
+  }
+
   isMember(address: string): boolean {
     return this.membership.peerByAddress(address) !== undefined;
   }
@@ -199,7 +209,17 @@ export class Cluster implements PeerSessionHandler {
         priority: peer.index,
         self,
         role: self ? this.#node.role : (peer.role ?? null),
-        epoch: (self ? this.#node.epoch : peer.epoch).toString(),
+        // A standby's own: the epoch of the active it follows (LockNode.reportedEpoch). Another
+        // standby's heartbeats carry its table's epoch, which means nothing: see `follows`.
+        epoch: (self ? this.#node.reportedEpoch : peer.epoch).toString(),
+        /** The active this peer follows, as its heartbeats say (this node's own for its row). */
+        follows: self
+          ? this.#node.role === "standby"
+            ? (this.#node.activeAddress ?? null)
+            : null
+          : peer.role === "standby"
+            ? (peer.active ?? null)
+            : null,
         live: this.membership.isLive(peer),
         linkConnected: self ? null : (link?.connected ?? false),
         replicationLag: link && this.#node.role === "active" ? (this.#replicator.lag(link) ?? null) : null,

@@ -41,4 +41,20 @@ describe("Replica", () => {
     expect(replica.source).toBeUndefined();
     expect(replica.apply("a:1", { peer: "F", seq: 7, key: "j", token: 8n })).toBe(false);
   });
+
+  it("counts the grants it applied from its source's stream: not a snapshot's holders, extensions or frees", () => {
+    const replica = new Replica(engine());
+    replica.apply("b:1", { peer: "G", seq: 1, key: "x", token: 9n, leaseMs: 100 });
+    replica.load("a:1", {
+      epoch: 1n,
+      seq: 0,
+      holders: [{ key: "k", token: 7n, remainingMs: 500, id: undefined }],
+    });
+    replica.apply("a:1", { peer: "G", seq: 1, key: "j", token: 8n, leaseMs: 100 });
+    replica.apply("a:1", { peer: "X", seq: 2, key: "j", token: 8n, leaseMs: 900 });
+    replica.apply("a:1", { peer: "F", seq: 3, key: "j", token: 8n });
+    replica.apply("a:1", { peer: "G", seq: 4, key: "j", token: 10n, leaseMs: 100 });
+    replica.apply("b:1", { peer: "G", seq: 5, key: "y", token: 11n, leaseMs: 100 });
+    expect(replica.grantsApplied).toBe(2);
+  });
 });

@@ -21,6 +21,7 @@ export type TableChange = ReplicatedGrantFrame | ReplicatedFreeFrame | Replicate
 export class Replica {
   readonly #table: ReplicaTable;
   #source: string | undefined;
+  #grantsApplied = 0;
 
   constructor(table: ReplicaTable) {
     this.#table = table;
@@ -29,6 +30,14 @@ export class Replica {
   /** The peer whose snapshot this replica holds, if any. */
   get source(): string | undefined {
     return this.#source;
+  }
+
+  /**
+   * Grants applied from the stream (`!G`) since start: the active's grants as this standby saw them
+   * (lockd's status page charts them). A stream folded for a standby that fell behind carries fewer.
+   */
+  get grantsApplied(): number {
+    return this.#grantsApplied;
   }
 
   /** Replaces the table with `from`'s snapshot: from now on the replica follows `from`. */
@@ -46,6 +55,7 @@ export class Replica {
     switch (change.peer) {
       case "G":
         table.installHolder(change.key, change.token, change.leaseMs, change.id);
+        this.#grantsApplied += 1;
         break;
       case "F":
         table.removeHolder(change.key);

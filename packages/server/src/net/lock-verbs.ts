@@ -216,7 +216,7 @@ export class LockVerbs implements AcquireSink {
       ["role", node.role],
       ["node", node.advertise],
       ["active", node.activeAddress ?? "-"],
-      ["epoch", node.epoch.toString()],
+      ["epoch", node.reportedEpoch.toString()],
       ["keys", String(node.engine.keyCount)],
       ["waiters", String(node.engine.waiterCount)],
       ["connections", String(this.#ctx.connectionCount())],
