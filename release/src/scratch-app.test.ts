@@ -4,8 +4,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { LockdProcess, REPO_ROOT } from "@lock/testkit";
+import { REPO_ROOT } from "@lock/testkit";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { InstalledLockd } from "./installed-lockd.js";
 import { exampleAfter } from "./markdown.js";
 import { PrivateRedis } from "./redis-server.js";
 
@@ -13,7 +14,8 @@ import { PrivateRedis } from "./redis-server.js";
  * A new user's app: a folder outside the workspace that `npm install`s the packed tarballs and the
  * drivers from the registry, then runs the READMEs' examples as they are written (the lockd
  * addresses aside) against a real lockd, PostgreSQL and Redis, under the Node flags some CI setups
- * use: a deprecated API anywhere is fatal.
+ * use: a deprecated API anywhere is fatal. The lockd is the packed one, started from the app's
+ * `node_modules/.bin`, and the packed `lock` CLI looks at it.
  */
 const run = promisify(execFile);
 const STRICT = "--pending-deprecation --throw-deprecation";
@@ -21,7 +23,7 @@ const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const packed = inject("packed");
 
 let app: string;
-let lockd: LockdProcess;
+let lockd: InstalledLockd;
 let redis: PrivateRedis;
 /**
  * The examples' tables have fixed names (`orders`, `lock_fence`…) and the database is shared: each
@@ -69,6 +71,9 @@ async function freshSchema(): Promise<string> {
   await onTheDatabase(`CREATE SCHEMA ${schema}`);
   return schema;
 }
+
+/** A bin the app's install linked, as `npx --no <name>` finds it. */
+const appBin = (name: string): string => join(app, "node_modules", ".bin", name);
 
 const fenceReadme = join(REPO_ROOT, "packages", "fence", "README.md");
 
@@ -126,20 +131,43 @@ beforeAll(async () => {
   await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], {
     cwd: app,
   });
-  [lockd, redis] = await Promise.all([LockdProcess.start(), PrivateRedis.start()]);
+  const dataDir = mkdtempSync(join(app, "lockd-data-"));
+  [lockd, redis] = await Promise.all([
+    InstalledLockd.start(appBin("lockd"), ["--listen", "127.0.0.1:0", "--data-dir", dataDir], { cwd: app }),
+    PrivateRedis.start(),
+  ]);
 });
 
 afterAll(async () => {
   for (const schema of schemas) await onTheDatabase(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await Promise.all([lockd?.dispose(), redis?.stop()]);
+  await Promise.all([lockd?.stop(), redis?.stop()]);
   if (app !== undefined) rmSync(app, { recursive: true, force: true });
 });
 
 describe("the packed packages in an app of their own", () => {
   it("installs with every internal dependency resolved to a tarball (no workspace: left)", () => {
     const lockfile = JSON.parse(readFileSync(join(app, "package-lock.json"), "utf8"));
-    const installed = Object.keys(lockfile.packages).filter((path) => path.startsWith("node_modules/@lock/"));
+    const installed = Object.keys(lockfile.packages).filter(
+      (path) => path.startsWith("node_modules/@lock/") || path === "node_modules/lockd",
+    );
     expect(installed.sort()).toEqual(packed.map(({ name }) => `node_modules/${name}`).sort());
+  });
+
+  it("runs the packed lockd (its own dependencies declared) and its version through npx", async () => {
+    const { stdout } = await run("npx", ["--no", "--", "lockd", "--version"], { cwd: app });
+    const manifest = JSON.parse(readFileSync(join(app, "node_modules", "lockd", "package.json"), "utf8"));
+    expect(stdout).toBe(`${manifest.version}\n`);
+    // The lockd beforeAll started from node_modules/.bin serves a lock (the tests below lock through it).
+    expect(lockd.ready.port).toBeGreaterThan(0);
+  });
+
+  it("runs the packed lock CLI: `lock status` against the packed lockd", async () => {
+    const { stdout } = await run(appBin("lock"), ["status", "--servers", lockd.address, "--json"], {
+      cwd: app,
+    });
+    const status = JSON.parse(stdout);
+    expect(status.active).toBe(lockd.address);
+    expect(status.nodes).toMatchObject([{ node: lockd.address, state: "up", role: "active" }]);
   });
 
   it("type-checks a TypeScript app against the packed declarations (strict, skipLibCheck off)", async () => {
