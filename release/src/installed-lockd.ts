@@ -15,6 +15,9 @@ export interface LockdReady {
  */
 export class InstalledLockd {
   readonly ready: LockdReady;
+  /** Every JSON line lockd logged so far. */
+  readonly logs: Array<Record<string, unknown>>;
+  readonly #lineListeners: Array<() => void>;
   readonly #child: ChildProcess;
   readonly #exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
@@ -22,7 +25,10 @@ export class InstalledLockd {
     child: ChildProcess,
     ready: LockdReady,
     exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>,
+    log: { lines: Array<Record<string, unknown>>; listeners: Array<() => void> },
   ) {
+    this.logs = log.lines;
+    this.#lineListeners = log.listeners;
     this.#child = child;
     this.ready = ready;
     this.#exit = exit;
@@ -47,11 +53,14 @@ export class InstalledLockd {
     );
     const stderr: string[] = [];
     child.stderr!.setEncoding("utf8").on("data", (chunk: string) => stderr.push(chunk));
+    const log = { lines: [] as Array<Record<string, unknown>>, listeners: [] as Array<() => void> };
     const ready = await new Promise<LockdReady>((resolve, reject) => {
       createInterface({ input: child.stdout! }).on("line", (line) => {
-        if (!line.includes('"msg":"lockd ready"')) return;
+        if (!line.startsWith("{")) return;
         const entry = JSON.parse(line);
-        resolve({ port: entry.port, adminPort: entry.adminPort });
+        log.lines.push(entry);
+        for (const listener of [...log.listeners]) listener();
+        if (entry.msg === "lockd ready") resolve({ port: entry.port, adminPort: entry.adminPort });
       });
       void exit.then(({ code, signal }) =>
         reject(
@@ -60,7 +69,26 @@ export class InstalledLockd {
       );
       child.once("error", reject);
     });
-    return new InstalledLockd(child, ready, exit);
+    return new InstalledLockd(child, ready, exit, log);
+  }
+
+  /** The first log line (already logged or to come) with this `msg`. */
+  waitForLog(msg: string, timeoutMs = 15_000): Promise<Record<string, unknown>> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const entry = this.logs.find((line) => line.msg === msg);
+        if (entry === undefined) return;
+        this.#lineListeners.splice(this.#lineListeners.indexOf(check), 1);
+        clearTimeout(timer);
+        resolve(entry);
+      };
+      const timer = setTimeout(() => {
+        this.#lineListeners.splice(this.#lineListeners.indexOf(check), 1);
+        reject(new Error(`lockd logged no "${msg}" within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.#lineListeners.push(check);
+      check();
+    });
   }
 
   /** Graceful stop (SIGTERM); its exit. */
