@@ -1,6 +1,6 @@
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import { randomBytes, randomInt } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -10,6 +10,36 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { stringify as toYaml } from "yaml";
 import { InstalledLockd } from "./installed-lockd.js";
 import { LocalRegistry } from "./local-registry.js";
+
+const UNIT = join(REPO_ROOT, "deploy", "systemd", "lockd.service");
+/** Where npm puts lockd with its default global prefix: the unit's ExecStart runs it from there. */
+const UNIT_LOCKD = "/usr/local/bin/lockd";
+const hasSystemdAnalyze = (() => {
+  try {
+    execFileSync("systemd-analyze", ["--version"], { stdio: "ignore" });
+    return true;
+  } catch {
+    console.warn(
+      "skipping the systemd unit's checks: systemd-analyze is not installed (Debian package systemd; .ci/deploy-tools.sh installs it)",
+    );
+    return false;
+  }
+})();
+
+/**
+ * The unit's ExecStart (continuation lines joined) as arguments, for lockd installed in the prefix:
+ * the specifiers %S (state directories) and %d (credentials) replaced by scratch folders.
+ */
+function unitCommand(replacements: Record<string, string>): string[] {
+  const unit = readFileSync(UNIT, "utf8").replace(/\\\n\s*/g, " ");
+  const line = /^ExecStart=(.*)$/m.exec(unit)![1]!;
+  return line
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((word) =>
+      Object.entries(replacements).reduce((text, [from, to]) => text.replaceAll(from, to), word),
+    );
+}
 
 /**
  * The third documented path (docs/operations.md, "Install"): `npm install -g` of the packed lockd
@@ -84,7 +114,23 @@ describe("lockd installed globally from its packed tarball", () => {
     expect(resolved.trim()).toBe(`file://${installed}/node_modules/@lock/server/dist/index.js`);
   });
 
-  it("starts a 3-node cluster from TOML, YAML and JSON config files; lock status and lock run use it", async () => {
+  it.skipIf(!hasSystemdAnalyze)(
+    "has a systemd unit that verifies (systemd-analyze verify) and is hardened (security --offline)",
+    async () => {
+      // The unit as it stands on a machine where npm put lockd, with lockd where this install put it.
+      const folder = mkdtempSync(join(prefix, "unit-"));
+      const unit = join(folder, "lockd.service");
+      writeFileSync(unit, readFileSync(UNIT, "utf8").replaceAll(UNIT_LOCKD, bin("lockd")));
+      // verify exits 0 on some warnings (an unknown key is ignored): any output fails the check.
+      const verify = await run("systemd-analyze", ["verify", unit]);
+      expect(verify.stdout + verify.stderr).toBe("");
+      // An exposure level of at most 2.0 ("OK"); the unit gets 1.4 with systemd 252.
+      const security = await run("systemd-analyze", ["security", "--offline=true", "--threshold=20", unit]);
+      expect(security.stdout).toMatch(/Overall exposure level for lockd\.service: [0-9.]+ OK/);
+    },
+  );
+
+  it("starts a 3-node cluster from TOML, YAML and JSON config files (the first under the systemd unit's command line); lock status and lock run use it", async () => {
     const secrets = join(prefix, "etc");
     mkdirSync(secrets, { mode: 0o700 });
     for (const name of ["auth-token", "peer-token", "admin-token"]) {
@@ -100,11 +146,24 @@ describe("lockd installed globally from its packed tarball", () => {
       writeFileSync(path, format(nodeConfig(index, secrets)));
       return path;
     });
+    // Node 0 runs the systemd unit's ExecStart: its flags (tokens from %d, data in %S/lockd) over the file.
+    const credentials = join(prefix, "credentials");
+    mkdirSync(credentials);
+    for (const name of ["auth-token", "peer-token", "admin-token"])
+      copyFileSync(join(secrets, name), join(credentials, name));
+    const [command, ...unitArgs] = unitCommand({
+      [UNIT_LOCKD]: bin("lockd"),
+      "/etc/lockd/lockd.toml": paths[0]!,
+      "%S": join(prefix, "state"),
+      "%d": credentials,
+    });
+    const commands = paths.map((path, index) => (index === 0 ? unitArgs : ["--config", path]));
     nodes.push(
-      ...(await Promise.all(
-        paths.map((path) => InstalledLockd.start(bin("lockd"), ["--config", path], { env: env() })),
-      )),
+      ...(await Promise.all(commands.map((args) => InstalledLockd.start(command!, args, { env: env() })))),
     );
+    expect(nodes[0]!.logs.find((line) => line.msg === "lockd ready")).toMatchObject({
+      dataDir: join(prefix, "state", "lockd"),
+    });
     // The first in --peers is the active once the nodes have heard each other; the others follow it.
     await nodes[0]!.waitForLog("serving");
     await Promise.all(nodes.slice(1).map((node) => node.waitForLog("following active")));
