@@ -105,7 +105,7 @@ describe.each(packed)("$name tarball", ({ directory, tarball }) => {
   // lockd has no types to check: it is a command, not a library.
   if (hasExports(directory)) {
     it("is clean for @arethetypeswrong/cli (ESM-only profile, offline)", async () => {
-      // ESM-only by design (Node >= 20.19): the node10 and CommonJS resolutions do not apply.
+      // ESM-only by design (Node >= 22.12): the node10 and CommonJS resolutions do not apply.
       await run(bin("attw"), [
         "--no-definitely-typed",
         "--profile",
