@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { LockdProcess, REPO_ROOT } from "@lock/testkit";
+import { REPO_ROOT } from "@lock/testkit";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { InstalledLockd } from "./installed-lockd.js";
 import { blockAfter, documentedInstalls, documentedOutput, exampleAfter } from "./markdown.js";
 import { PrivateRedis } from "./redis-server.js";
 import { run, ScratchApp } from "./scratch-app.js";
@@ -10,7 +11,8 @@ import { run, ScratchApp } from "./scratch-app.js";
 /**
  * A new user's app (scratch-app.ts) that installs the packed tarballs and what the READMEs' install
  * lines say, then runs the READMEs' examples as they are written (the lockd addresses aside) against
- * a real lockd, PostgreSQL and Redis, under `--pending-deprecation --throw-deprecation`.
+ * a real lockd, PostgreSQL and Redis, under `--pending-deprecation --throw-deprecation`. The lockd is
+ * the packed one, started from the app's `node_modules/.bin`, and the packed `lock` CLI looks at it.
  */
 const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const packed = inject("packed");
@@ -18,7 +20,9 @@ const README = join(REPO_ROOT, "README.md");
 const FENCE_README = join(REPO_ROOT, "packages", "fence", "README.md");
 
 const app = new ScratchApp();
-let lockd: LockdProcess;
+let lockd: InstalledLockd;
+/** A bin the app's install linked, as `npx --no <name>` finds it. */
+const appBin = (name: string): string => join(app.folder, "node_modules", ".bin", name);
 const redises: PrivateRedis[] = [];
 /**
  * The examples' tables have fixed names (`orders`, `lock_fence`…) and the database is shared with
@@ -182,20 +186,44 @@ beforeAll(async () => {
     ["@types/node", root.devDependencies["@types/node"]],
   ]);
   await app.install(dependencies, devDependencies);
-  lockd = await LockdProcess.start();
+  const dataDir = mkdtempSync(join(app.folder, "lockd-data-"));
+  lockd = await InstalledLockd.start(appBin("lockd"), ["--listen", "127.0.0.1:0", "--data-dir", dataDir], {
+    cwd: app.folder,
+  });
 });
 
 afterAll(async () => {
   for (const schema of schemas) await query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await Promise.all([lockd?.dispose(), ...redises.map((redis) => redis.stop())]);
+  await Promise.all([lockd?.stop(), ...redises.map((redis) => redis.stop())]);
   app.dispose();
 });
 
 describe("the packed packages in an app of their own", () => {
   it("installs with every internal dependency resolved to a tarball (no workspace: left)", () => {
     const lockfile = JSON.parse(readFileSync(join(app.folder, "package-lock.json"), "utf8"));
-    const installed = Object.keys(lockfile.packages).filter((path) => path.startsWith("node_modules/@lock/"));
+    const installed = Object.keys(lockfile.packages).filter(
+      (path) => path.startsWith("node_modules/@lock/") || path === "node_modules/lockd",
+    );
     expect(installed.sort()).toEqual(packed.map(({ name }) => `node_modules/${name}`).sort());
+  });
+
+  it("runs the packed lockd (its own dependencies declared) and its version through npx", async () => {
+    const { stdout } = await run("npx", ["--no", "--", "lockd", "--version"], { cwd: app.folder });
+    const manifest = JSON.parse(
+      readFileSync(join(app.folder, "node_modules", "lockd", "package.json"), "utf8"),
+    );
+    expect(stdout).toBe(`${manifest.version}\n`);
+    // The lockd beforeAll started from node_modules/.bin serves a lock (the tests below lock through it).
+    expect(lockd.ready.port).toBeGreaterThan(0);
+  });
+
+  it("runs the packed lock CLI: `lock status` against the packed lockd", async () => {
+    const { stdout } = await run(appBin("lock"), ["status", "--servers", lockd.address, "--json"], {
+      cwd: app.folder,
+    });
+    const status = JSON.parse(stdout);
+    expect(status.active).toBe(lockd.address);
+    expect(status.nodes).toMatchObject([{ node: lockd.address, state: "up", role: "active" }]);
   });
 
   it("type-checks a TypeScript app and the READMEs' TypeScript examples with what the READMEs install (strict, skipLibCheck off)", async () => {

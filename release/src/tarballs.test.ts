@@ -15,6 +15,9 @@ afterAll(() => {
   for (const folder of unpacked) rmSync(folder, { recursive: true, force: true });
 });
 
+const hasExports = (directory: string): boolean =>
+  JSON.parse(readFileSync(join(REPO_ROOT, directory, "package.json"), "utf8")).exports !== undefined;
+
 /** Extracts `tarball` (npm's layout: everything under package/) and lists its files. */
 async function unpack(tarball: string): Promise<{ root: string; files: string[] }> {
   const folder = mkdtempSync(join(tmpdir(), "lock-unpacked-"));
@@ -36,6 +39,7 @@ it("packs every published package (and only those)", () => {
     "@lock/protocol",
     "@lock/server",
     "@lock/socket-io",
+    "lockd",
   ]);
 });
 
@@ -57,12 +61,14 @@ describe.each(packed)("$name tarball", ({ directory, tarball }) => {
     const workspace = JSON.parse(readFileSync(join(REPO_ROOT, directory, "package.json"), "utf8"));
     const withoutSource = (conditions: Record<string, string>) =>
       Object.fromEntries(Object.entries(conditions).filter(([condition]) => condition !== "@lock/source"));
+    // lockd is a command only: no exports in either.
     expect(manifest.exports).toEqual(
-      Object.fromEntries(
-        Object.entries(workspace.exports as Record<string, Record<string, string>>).map(
-          ([path, conditions]) => [path, withoutSource(conditions)],
+      workspace.exports &&
+        Object.fromEntries(
+          Object.entries(workspace.exports as Record<string, Record<string, string>>).map(
+            ([path, conditions]) => [path, withoutSource(conditions)],
+          ),
         ),
-      ),
     );
     expect(readFileSync(join(root, "LICENSE"), "utf8")).toMatch(/^MIT License\n/);
     expect(existsSync(join(root, "README.md"))).toBe(true);
@@ -96,10 +102,46 @@ describe.each(packed)("$name tarball", ({ directory, tarball }) => {
     expect(stdout).toContain("All good!");
   });
 
-  it("is clean for @arethetypeswrong/cli (ESM-only profile, offline)", async () => {
-    // ESM-only by design (Node >= 20.19): the node10 and CommonJS resolutions do not apply.
-    await run(bin("attw"), ["--no-definitely-typed", "--profile", "esm-only", "--format", "ascii", tarball]);
-  });
+  // lockd has no types to check: it is a command, not a library.
+  if (hasExports(directory)) {
+    it("is clean for @arethetypeswrong/cli (ESM-only profile, offline)", async () => {
+      // ESM-only by design (Node >= 22.12): the node10 and CommonJS resolutions do not apply.
+      await run(bin("attw"), [
+        "--no-definitely-typed",
+        "--profile",
+        "esm-only",
+        "--format",
+        "ascii",
+        tarball,
+      ]);
+    });
+  }
+});
+
+it("ships lockd runnable: its bin, the status page's files, every runtime import declared", async () => {
+  const { root, files } = await unpack(tarballOf("lockd"));
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  expect(manifest.private).toBeUndefined();
+  expect(manifest.bin).toEqual({ lockd: "./dist/main.js" });
+  expect(readFileSync(join(root, "dist", "main.js"), "utf8")).toMatch(/^#!\/usr\/bin\/env node\n/);
+  expect(files).toEqual(
+    expect.arrayContaining(["static/index.html", "static/status.js", "static/status.css"]),
+  );
+  // Development tools (the page's browser tests, pnpm screenshot) stay out: they need playwright-core.
+  expect(files.filter((file) => /browser|screenshot/.test(file))).toEqual([]);
+  const imported = new Set(
+    files
+      .filter((file) => file.endsWith(".js"))
+      .flatMap((file) => [...readFileSync(join(root, file), "utf8").matchAll(/from "([^".][^"]*)"/g)])
+      .map(([, specifier]) =>
+        specifier!
+          .split("/")
+          .slice(0, specifier!.startsWith("@") ? 2 : 1)
+          .join("/"),
+      )
+      .filter((name) => !name.startsWith("node:")),
+  );
+  expect([...imported].sort()).toEqual(Object.keys(manifest.dependencies).sort());
 });
 
 it("keeps the client's internals out of its types", async () => {

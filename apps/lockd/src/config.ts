@@ -3,12 +3,13 @@ import { parseArgs } from "node:util";
 import { formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
+import { readConfigFile } from "./config-file.js";
 import { parseCount, parseSeconds } from "./numbers.js";
 import { readSecret, readSecretFile, type Setting, secretFromEnv } from "./secrets.js";
 
 /**
- * lockd's configuration from flags and `LOCKD_*` environment variables (a flag wins over its
- * variable). Secrets come from a file or the environment, never from a flag: command lines are
+ * lockd's configuration from flags, `LOCKD_*` environment variables and a config file (`--config`,
+ * config-file.ts): a flag wins over its variable, a variable over the file, the file over the default. Secrets come from a file or the environment, never from a flag: command lines are
  * visible to every user of the machine through `ps`.
  */
 export interface LockdConfig {
@@ -217,6 +218,9 @@ export function usage(): string {
   lines.push(
     `  --${"fast-io".padEnd(22)} socket I/O through Node internals (process.binding, DEP0111): 2-3 µs less per round trip; not with --throw-deprecation  [LOCKD_FAST_IO=1]`,
   );
+  lines.push(
+    `  --${"config".padEnd(22)} a .toml, .yaml or .json file of these flags (keys as named here, without --); flags and LOCKD_* variables win over it  [LOCKD_CONFIG]`,
+  );
   lines.push(`  --${"help".padEnd(22)} print this help`);
   lines.push(`  --${"version".padEnd(22)} print lockd's version`);
   return lines.join("\n");
@@ -251,6 +255,7 @@ export function parseConfig(
         ...options,
         insecure: { type: "boolean" },
         "fast-io": { type: "boolean" },
+        config: { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean" },
       },
@@ -263,12 +268,33 @@ export function parseConfig(
   if (values.help) return { help: true };
   if (values.version) return { help: false, version: true };
 
+  const configPath = values.config as string | undefined;
+  const file = readConfigFile(
+    configPath !== undefined
+      ? { text: configPath, origin: "--config" }
+      : env.LOCKD_CONFIG !== undefined
+        ? { text: env.LOCKD_CONFIG, origin: "LOCKD_CONFIG (--config)" }
+        : undefined,
+    { values: Object.keys(FLAGS), booleans: ["insecure", "fast-io"], lists: ["peers"] },
+    readFile,
+  );
+  // A boolean flag: given, or its variable ("1"/"true" turn it on, anything else off), or the file.
+  const booleanFlag = (name: "insecure" | "fast-io", variable: string): { on: boolean; origin: string } => {
+    if (values[name] === true) return { on: true, origin: `--${name}` };
+    const fromEnv = env[variable];
+    if (fromEnv !== undefined)
+      return { on: fromEnv === "1" || fromEnv === "true", origin: `${variable} (--${name})` };
+    return file.flag(name) ?? { on: false, origin: `--${name}` };
+  };
+
   const setting = (name: FlagName): Setting | undefined => {
     const flag = FLAGS[name];
     const fromFlag = values[name] as string | undefined;
     if (fromFlag !== undefined) return { text: fromFlag, origin: `--${name}` };
     const fromEnv = env[flag.env];
     if (fromEnv !== undefined) return { text: fromEnv, origin: `${flag.env} (--${name})` };
+    const fromFile = file.setting(name);
+    if (fromFile !== undefined) return fromFile;
     return "default" in flag
       ? { text: flag.default, origin: `--${name} (default ${flag.default})` }
       : undefined;
@@ -314,7 +340,7 @@ export function parseConfig(
       `the peer token must differ from the ${peerToken === authToken ? "auth" : "admin"} token: clients would hold it`,
     );
   }
-  const insecure = values.insecure === true || env.LOCKD_INSECURE === "1" || env.LOCKD_INSECURE === "true";
+  const insecure = booleanFlag("insecure", "LOCKD_INSECURE").on;
   if (!isLoopback(listen.host) && authToken === undefined && !insecure) {
     throw new ConfigError(
       `refusing to serve ${listen.host} without an auth token: set --auth-token-file (or LOCKD_AUTH_TOKEN), or pass --insecure`,
@@ -388,12 +414,13 @@ export function parseConfig(
   const maxClockSkewMs = numberOf("max-clock-skew")!;
   if (maxClockSkewMs > 60_000)
     throw new ConfigError(`${setting("max-clock-skew")!.origin}: must be at most 60 s`);
-  const fastIo = values["fast-io"] === true || env.LOCKD_FAST_IO === "1" || env.LOCKD_FAST_IO === "true";
+  const fastIoSetting = booleanFlag("fast-io", "LOCKD_FAST_IO");
+  const fastIo = fastIoSetting.on;
   // The fast paths reach Node internals through process.binding: under --throw-deprecation that
   // call would stop lockd a tick later, whatever catches it. Say so before anything is bound.
   if (fastIo && process.throwDeprecation) {
     throw new ConfigError(
-      `${values["fast-io"] === true ? "--fast-io" : "LOCKD_FAST_IO (--fast-io)"}: uses process.binding (DEP0111), which --throw-deprecation makes fatal: drop one of them`,
+      `${fastIoSetting.origin}: uses process.binding (DEP0111), which --throw-deprecation makes fatal: drop one of them`,
     );
   }
 
