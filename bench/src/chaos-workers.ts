@@ -1,4 +1,4 @@
-import { LockClient, type LockError } from "@lock/client";
+import { type Lock, LockClient, type LockError } from "@lock/client";
 import { fence, StaleTokenError } from "@lock/fence";
 import type { PostgresStore } from "@lock/fence/postgres";
 import type pg from "pg";
@@ -120,14 +120,16 @@ export class Workload {
       const inside = (this.#inside.get(key) ?? 0) + 1;
       this.#inside.set(key, inside);
       if (inside > 1) this.#history.overlaps++;
+      const pausing = random() < pauseProbability;
       try {
-        if (random() < pauseProbability) await sleep(leaseMs + 300);
+        if (pausing) await sleep(leaseMs + 300);
         await this.#bounded("write", WRITE_BOUND_MS, () => this.#fencedWrite(key, lock.token));
         await this.#bounded("write", WRITE_BOUND_MS, () => this.#controlWrite(key));
       } finally {
         this.#inside.set(key, (this.#inside.get(key) ?? 1) - 1);
       }
-      await this.#bounded("release", RELEASE_BOUND_MS, () => lock.release());
+      // A holder that paused past its lease lost the lock: its release finds nothing, as it should.
+      await this.#release(lock, !pausing);
     }
   }
 
@@ -147,8 +149,18 @@ export class Workload {
         token: lock.token,
         node: nodeOf(lock.token),
       });
-      await this.#bounded("release", RELEASE_BOUND_MS, () => lock.release());
+      await this.#release(lock, true);
     }
+  }
+
+  /**
+   * Releases `lock`. A release that resolves `false` while the lease should still run (`held`) is a
+   * failure too: the node that answered did not know the holder (a handoff that lost it, say).
+   */
+  async #release(lock: Lock, held: boolean): Promise<void> {
+    const released = await this.#bounded("release", RELEASE_BOUND_MS, () => lock.release());
+    if (released === false && held)
+      this.#history.failures.push({ at: performance.now(), code: "RELEASE_NOT_HELD", op: "release" });
   }
 
   async #fencedWrite(key: string, token: bigint): Promise<void> {

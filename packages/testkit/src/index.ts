@@ -1,3 +1,4 @@
+export { acquireMany } from "./acquire-many.js";
 export { buildLockCli, buildLockd } from "./build.js";
 export type { ProxyDirection } from "./fault-proxy.js";
 export { FaultProxy } from "./fault-proxy.js";

@@ -66,13 +66,16 @@ export class LineClient {
   }
 
   #onData(chunk: string): void {
-    this.#buffer += chunk;
-    for (let index = this.#buffer.indexOf("\n"); index >= 0; index = this.#buffer.indexOf("\n")) {
-      const line = this.#buffer.slice(0, index);
-      this.#buffer = this.#buffer.slice(index + 1);
+    const text = this.#buffer + chunk;
+    let start = 0;
+    // One pass over the chunk (a large pipelined reply burst is thousands of lines).
+    for (let index = text.indexOf("\n"); index >= 0; index = text.indexOf("\n", start)) {
+      const line = text.slice(start, index);
+      start = index + 1;
       const waiter = this.#waiting.shift();
       if (waiter) waiter.resolve(line);
       else this.#lines.push(line);
     }
+    this.#buffer = text.slice(start);
   }
 }

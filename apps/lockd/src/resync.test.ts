@@ -1,0 +1,59 @@
+import { acquireMany, LockdCluster } from "@lock/testkit";
+import { afterEach, describe, expect, it } from "vitest";
+
+/**
+ * A standby restarted while the active holds many locks gets the whole table (sent in chunks while
+ * the active keeps serving), and then carries every holder through a kill -9 failover: the new
+ * active knows each one, so its holder can release it. Many times the snapshot chunk, small enough
+ * for CI; `pnpm bench:resync 5000000` runs the same steps at the issue's scale and reports timings.
+ */
+describe("resync of a restarted standby", () => {
+  let cluster: LockdCluster | undefined;
+  afterEach(async () => {
+    await cluster?.dispose();
+    cluster = undefined;
+  });
+
+  const keysOf = async (i: number) => Number((await cluster!.info(i)).keys);
+  const until = async (check: () => Promise<boolean>) => {
+    while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
+  };
+
+  it("syncs a large table, then every holder survives the active's death", { timeout: 120_000 }, async () => {
+    const locks = 60_000;
+    cluster = await LockdCluster.start({
+      nodes: 3,
+      args: ["--heartbeat-interval", "0.1", "--peer-timeout", "1"],
+    });
+    await cluster.nodes[0]!.waitForServing({ since: 0 });
+    const holder = await cluster.connect(0);
+    await acquireMany(holder, { prefix: "resync:", count: locks, leaseSeconds: 600 });
+    await until(async () => (await keysOf(2)) === locks);
+
+    const roleChanges = () =>
+      cluster!.nodes.flatMap((node) => node.logs.filter((e) => e.msg === "role changed"));
+    const before = roleChanges().length;
+    await cluster.nodes[2]!.kill("SIGKILL");
+    await cluster.nodes[2]!.restart();
+    // The active serves while it sends the snapshot.
+    const probe = await cluster.connect(0);
+    expect(await probe.request("A resync:during 30 0")).toMatch(/^A resync:during \d+$/);
+    await until(async () => (await keysOf(2)) === locks + 1);
+    expect(roleChanges().length).toBe(before);
+
+    const promoted = cluster.nodes[1]!.waitForServing({ timeoutMs: 20_000 });
+    await cluster.nodes[0]!.kill("SIGKILL");
+    await promoted;
+    expect(await keysOf(1)).toBe(locks + 1);
+    expect(await keysOf(2)).toBe(locks + 1);
+    // A holder releases on the new active with its request id (its connection died with node 0).
+    const owner = await cluster.connect(1);
+    const token = /^A resync:59999 (\d+)/.exec(
+      await owner.request(`A resync:59999 600 0 c${(59_999).toString(36)}`),
+    )?.[1];
+    expect(token).toBeDefined();
+    expect(await owner.request(`R resync:59999 ${token} c${(59_999).toString(36)}`)).toMatch(
+      /^R resync:59999 1\b/,
+    );
+  });
+});
