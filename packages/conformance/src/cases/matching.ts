@@ -1,0 +1,114 @@
+import type { ConformanceCase } from "../case.js";
+import {
+  check,
+  expectExtended,
+  expectFailure,
+  expectGranted,
+  expectReleased,
+  nodeCounts,
+} from "../checks.js";
+
+const LEASE_MS = 30_000;
+const WAIT_MS = 10_000;
+const PIPELINED = 200;
+
+/** Replies matched to the right call: ids, (verb, key) order, replies without a key, connection-level errors. */
+export const matchingCases: readonly ConformanceCase[] = [
+  {
+    name: "pipelined-acquires",
+    rule: "many calls in flight at once each get their own reply: a waiting acquire holds up no other call, and a later acquire of the same key that times out first is matched by its id",
+    section: "#matching-replies",
+    async run(ctx) {
+      const lockd = await ctx.single();
+      const [holder, client] = await Promise.all([ctx.client([lockd.address]), ctx.client([lockd.address])]);
+      const blocked = ctx.key("blocked");
+      const held = expectGranted(await holder.acquire(blocked, LEASE_MS, WAIT_MS), "the holder's acquire");
+      // Waits until the holder releases, long after everything below is answered.
+      const waiting = client.acquire(blocked, LEASE_MS, 0);
+      await ctx.until(
+        `the acquire of ${blocked} is queued`,
+        async () => (await nodeCounts(lockd.port)).waiters === 1,
+      );
+      // Same verb and key, answered first (`T … <id>`): (verb, key) order alone would give it to `waiting`.
+      expectFailure(
+        await client.acquire(blocked, LEASE_MS, 100),
+        "timeout",
+        "a second acquire of the held key, 100 ms wait",
+      );
+      const keys = Array.from({ length: PIPELINED }, (_, i) => ctx.key(`k${i}`));
+      const grants = await Promise.all(keys.map((key) => client.acquire(key, LEASE_MS, WAIT_MS)));
+      const locks = grants.map((outcome, i) =>
+        expectGranted(outcome, `pipelined acquire ${i} of ${PIPELINED}`),
+      );
+      check(
+        new Set(locks.map((lock) => lock.token)).size === PIPELINED,
+        "two pipelined grants share a token",
+      );
+      const releases = await Promise.all(locks.map((lock) => client.release(lock.lock)));
+      for (const [i, outcome] of releases.entries()) expectReleased(outcome, true, `pipelined release ${i}`);
+      expectReleased(await holder.release(held.lock), true, "the holder's release");
+      const granted = expectGranted(await waiting, "the first acquire of the held key (wait 0: forever)");
+      check(granted.token > held.token, "the waiting acquire's token is not above the released one");
+      expectReleased(await client.release(granted.lock), true, "release of the waited-for lock");
+    },
+  },
+  {
+    name: "extends-in-flight",
+    rule: "several extensions of one lock in flight at once are each answered: `X` replies carry no id and match the oldest outstanding `X` of the key",
+    section: "#matching-replies",
+    async run(ctx) {
+      const lockd = await ctx.single();
+      const client = await ctx.client([lockd.address]);
+      const lock = expectGranted(await client.acquire(ctx.key("k"), LEASE_MS, WAIT_MS), "acquire");
+      const extensions = await Promise.all(
+        Array.from({ length: 4 }, () => client.extend(lock.lock, LEASE_MS)),
+      );
+      for (const [i, outcome] of extensions.entries()) {
+        expectExtended(outcome, `extension ${i + 1} of 4 sent together`);
+      }
+      expectReleased(await client.release(lock.lock), true, "release after the extensions");
+    },
+  },
+  {
+    name: "error-without-key",
+    rule: "an error line that names no key (`E A - KEY_TOO_LONG <id>`) answers the call with that id; the connection stays usable",
+    section: "#matching-replies",
+    async run(ctx) {
+      // A server limit below the client's: the client sends the key, lockd refuses it.
+      const lockd = await ctx.lockd(["--max-key-bytes", "16"]);
+      const client = await ctx.client([lockd.address]);
+      const long = `${"x".repeat(24)}.${ctx.key("k")}`.slice(0, 40);
+      expectFailure(
+        await client.acquire(long, LEASE_MS, WAIT_MS),
+        "server_error",
+        "an acquire of a key over the server's --max-key-bytes",
+        "KEY_TOO_LONG",
+      );
+      const lock = expectGranted(
+        await client.acquire("short", LEASE_MS, WAIT_MS),
+        "an acquire after the refusal",
+      );
+      expectReleased(await client.release(lock.lock), true, "release after the refusal");
+    },
+  },
+  {
+    name: "server-closes-idle-connection",
+    rule: "`E ? - IDLE_TIMEOUT` answers no request; the client reconnects and the next call succeeds",
+    section: "#matching-replies",
+    async run(ctx) {
+      const lockd = await ctx.lockd(["--idle-timeout", "1"]);
+      const client = await ctx.client([lockd.address]);
+      const first = expectGranted(await client.acquire(ctx.key("a"), LEASE_MS, WAIT_MS), "acquire");
+      expectReleased(await client.release(first.lock), true, "release");
+      // Only the probe's own connection left: lockd closed the client's idle ones.
+      await ctx.until("lockd closed the client's idle connections", async () => {
+        return (await nodeCounts(lockd.port)).connections === 1;
+      });
+      const again = expectGranted(
+        await client.acquire(ctx.key("b"), LEASE_MS, WAIT_MS),
+        "acquire after the idle close",
+      );
+      expectReleased(await client.release(again.lock), true, "release after the idle close");
+    },
+  },
+];
