@@ -87,25 +87,21 @@ export class AdapterProcess {
     return adapter;
   }
 
-  async acquire(key: string, leaseMs: number, waitMs: number): Promise<AcquireOutcome> {
-    return granted(await this.#call({ op: "acquire", key, leaseMs, waitMs }));
+  acquire(key: string, leaseMs: number, waitMs: number): Promise<AcquireOutcome> {
+    return handled(this.#call({ op: "acquire", key, leaseMs, waitMs }).then(granted));
   }
 
-  async tryAcquire(key: string, leaseMs: number): Promise<AcquireOutcome> {
-    return granted(await this.#call({ op: "tryAcquire", key, leaseMs }));
+  tryAcquire(key: string, leaseMs: number): Promise<AcquireOutcome> {
+    return handled(this.#call({ op: "tryAcquire", key, leaseMs }).then(granted));
   }
 
-  async extend(lock: string, leaseMs: number): Promise<ExtendOutcome> {
-    const reply = await this.#call({ op: "extend", lock, leaseMs });
-    return reply.ok ? { ok: true } : failure(reply);
+  extend(lock: string, leaseMs: number): Promise<ExtendOutcome> {
+    const extended = (reply: Reply): ExtendOutcome => (reply.ok ? { ok: true } : failure(reply));
+    return handled(this.#call({ op: "extend", lock, leaseMs }).then(extended));
   }
 
-  async release(lock: string): Promise<ReleaseOutcome> {
-    const reply = await this.#call({ op: "release", lock });
-    if (!reply.ok) return failure(reply);
-    if (typeof reply.released !== "boolean")
-      throw new AdapterError(`release reply without released: ${line(reply)}`);
-    return { ok: true, released: reply.released };
+  release(lock: string): Promise<ReleaseOutcome> {
+    return handled(this.#call({ op: "release", lock }).then(released));
   }
 
   /** Asks the client to close (it releases what it holds), then waits for the process to exit. */
@@ -158,6 +154,22 @@ export class AdapterProcess {
       reject(new AdapterError(`adapter ${this.label} ${reason}`));
     this.#pending.clear();
   }
+}
+
+/**
+ * Marks `promise` handled: a case that failed early may leave a call it never awaited, which fails
+ * when its adapter is killed; that must not become an unhandled rejection. Awaiting it still throws.
+ */
+function handled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
+}
+
+function released(reply: Reply): ReleaseOutcome {
+  if (!reply.ok) return failure(reply);
+  if (typeof reply.released !== "boolean")
+    throw new AdapterError(`release reply without released: ${line(reply)}`);
+  return { ok: true, released: reply.released };
 }
 
 function granted(reply: Reply): AcquireOutcome {

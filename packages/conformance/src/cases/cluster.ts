@@ -90,9 +90,11 @@ export const clusterCases: readonly ConformanceCase[] = [
       const client = await ctx.client([cluster.advertised(1), cluster.advertised(2)]);
       const key = ctx.key("k");
       let settled = false;
-      const acquiring = client.acquire(key, LEASE_MS, WAIT_MS).finally(() => {
+      const acquiring = client.acquire(key, LEASE_MS, WAIT_MS);
+      const ended = () => {
         settled = true;
-      });
+      };
+      acquiring.then(ended, ended);
       // More than the client's registered connections (two given, one learned from the redirect):
       // a client that counted these as failed tries would have given up by now.
       const visits = 4;

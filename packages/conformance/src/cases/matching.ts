@@ -1,3 +1,4 @@
+import type { AcquireOutcome } from "../adapter-process.js";
 import type { ConformanceCase } from "../case.js";
 import {
   check,
@@ -7,16 +8,18 @@ import {
   expectReleased,
   nodeCounts,
 } from "../checks.js";
+import { WireTap } from "../wire-tools.js";
 
 const LEASE_MS = 30_000;
 const WAIT_MS = 10_000;
 const PIPELINED = 200;
+const WAITERS = 3;
 
 /** Replies matched to the right call: ids, (verb, key) order, replies without a key, connection-level errors. */
 export const matchingCases: readonly ConformanceCase[] = [
   {
     name: "pipelined-acquires",
-    rule: "many calls in flight at once each get their own reply: a waiting acquire holds up no other call, and a later acquire of the same key that times out first is matched by its id",
+    rule: "many calls in flight at once each get their own reply, and an acquire waiting in a queue holds up no other call",
     section: "#matching-replies",
     async run(ctx) {
       const lockd = await ctx.single();
@@ -25,16 +28,9 @@ export const matchingCases: readonly ConformanceCase[] = [
       const held = expectGranted(await holder.acquire(blocked, LEASE_MS, WAIT_MS), "the holder's acquire");
       // Waits until the holder releases, long after everything below is answered.
       const waiting = client.acquire(blocked, LEASE_MS, 0);
-      await ctx.until(
-        `the acquire of ${blocked} is queued`,
-        async () => (await nodeCounts(lockd.port)).waiters === 1,
-      );
-      // Same verb and key, answered first (`T … <id>`): (verb, key) order alone would give it to `waiting`.
-      expectFailure(
-        await client.acquire(blocked, LEASE_MS, 100),
-        "timeout",
-        "a second acquire of the held key, 100 ms wait",
-      );
+      await ctx.until(`the acquire of ${blocked} is queued`, async () => {
+        return (await nodeCounts(lockd.port)).waiters === 1;
+      });
       const keys = Array.from({ length: PIPELINED }, (_, i) => ctx.key(`k${i}`));
       const grants = await Promise.all(keys.map((key) => client.acquire(key, LEASE_MS, WAIT_MS)));
       const locks = grants.map((outcome, i) =>
@@ -47,9 +43,55 @@ export const matchingCases: readonly ConformanceCase[] = [
       const releases = await Promise.all(locks.map((lock) => client.release(lock.lock)));
       for (const [i, outcome] of releases.entries()) expectReleased(outcome, true, `pipelined release ${i}`);
       expectReleased(await holder.release(held.lock), true, "the holder's release");
-      const granted = expectGranted(await waiting, "the first acquire of the held key (wait 0: forever)");
+      const granted = expectGranted(await waiting, "the acquire that waited (wait 0: forever)");
       check(granted.token > held.token, "the waiting acquire's token is not above the released one");
       expectReleased(await client.release(granted.lock), true, "release of the waited-for lock");
+    },
+  },
+  {
+    name: "timeout-matched-by-id",
+    rule: "an acquire whose short wait runs out while earlier acquires of the same key still wait on its connection gets the `T`, matched by its id; the earlier ones are granted later, in order",
+    section: "#matching-replies",
+    async run(ctx) {
+      const lockd = await ctx.single();
+      const tap = await WireTap.start(lockd.port);
+      ctx.defer(() => tap.close());
+      const holder = await ctx.client([lockd.address]);
+      const client = await ctx.client([`127.0.0.1:${tap.port}`]);
+      const key = ctx.key("k");
+      let previous = expectGranted(await holder.acquire(key, LEASE_MS, WAIT_MS), "the holder's acquire");
+      // Enough waiters that every connection of a round-robin client carries one.
+      const waiting: Array<Promise<AcquireOutcome>> = [];
+      for (let i = 1; i <= WAITERS; i++) {
+        waiting.push(client.acquire(key, LEASE_MS, 0));
+        await ctx.until(
+          `${i} acquire(s) of ${key} queued`,
+          async () => (await nodeCounts(lockd.port)).waiters === i,
+        );
+      }
+      expectFailure(
+        await client.acquire(key, LEASE_MS, 100),
+        "timeout",
+        "an acquire of the same key with a 100 ms wait",
+      );
+      // The case proves something only if the `T` came on a connection where an earlier acquire still waits.
+      const timedOut = tap.lines.find((line) => !line.toServer && line.text.startsWith(`T ${key} `));
+      check(timedOut !== undefined, "lockd sent no T");
+      const sharesConnection = tap.lines.some(
+        (line) =>
+          line.toServer && line.connection === timedOut.connection && line.text.startsWith(`A ${key} 30 0 `),
+      );
+      check(
+        sharesConnection,
+        "the short acquire went out on a connection of its own: nothing to match it against",
+      );
+      expectReleased(await holder.release(previous.lock), true, "the holder's release");
+      for (const [i, outcome] of waiting.entries()) {
+        const lock = expectGranted(await outcome, `waiter ${i + 1} of ${WAITERS}`);
+        check(lock.token > previous.token, `waiter ${i + 1}'s token is not above the previous holder's`);
+        expectReleased(await client.release(lock.lock), true, `waiter ${i + 1}'s release`);
+        previous = lock;
+      }
     },
   },
   {
