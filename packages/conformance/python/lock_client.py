@@ -25,31 +25,19 @@ CLOSING_CODES = {"IDLE_TIMEOUT", "AUTH_TIMEOUT", "TOO_MANY_CONNECTIONS", "TOO_MA
 
 
 class LockError(Exception):
+    """What a call fails with; `code` is its adapter-protocol code."""
+
     code = "internal"
 
 
-class LockTimeout(LockError):
-    code = "timeout"
-
-
-class LockLost(LockError):
-    code = "lost"
-
-
-class NoServer(LockError):
-    code = "no_server"
-
-
-class ProtocolViolation(LockError):
-    code = "protocol"
-
-
-class ClientClosed(LockError):
-    code = "closed"
-
-
-class InvalidArgument(LockError):
-    code = "invalid_argument"
+# fmt: off
+class LockTimeout(LockError): code = "timeout"  # noqa: E701
+class LockLost(LockError): code = "lost"  # noqa: E701
+class NoServer(LockError): code = "no_server"  # noqa: E701
+class ProtocolViolation(LockError): code = "protocol"  # noqa: E701
+class ClientClosed(LockError): code = "closed"  # noqa: E701
+class InvalidArgument(LockError): code = "invalid_argument"  # noqa: E701
+# fmt: on
 
 
 class ServerRefused(LockError):

@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { buildLockd } from "@lock/testkit";
 import { CASES, ConformanceRun } from "./suite.js";
 
 /**
@@ -32,6 +33,8 @@ async function main(): Promise<number> {
     return 2;
   }
   const selected = values.case ? CASES.filter((c) => values.case!.includes(c.name)) : CASES;
+  // The cases start real lockd processes from apps/lockd/dist: bring it up to date (a no-op if it is).
+  buildLockd();
   const run = new ConformanceRun({ command: positionals });
   let failed = 0;
   try {
