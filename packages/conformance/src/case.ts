@@ -1,6 +1,11 @@
 import type { LockdCluster, LockdProcess } from "@lock/testkit";
 import type { AdapterProcess } from "./adapter-process.js";
 
+/** The lease every case asks for: long enough that no lease runs out during a case. */
+export const LEASE_MS = 30_000;
+/** The wait of an acquire that is expected to be granted: a bound for a broken client, not a target. */
+export const WAIT_MS = 10_000;
+
 /** Where the rules live: every case links the subsection of docs/protocol.md it checks. */
 export const PROTOCOL_DOC = "docs/protocol.md";
 

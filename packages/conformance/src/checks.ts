@@ -2,11 +2,13 @@ import { AssertionError } from "node:assert/strict";
 import { LineClient } from "@lock/testkit";
 import type {
   AcquireOutcome,
+  AdapterProcess,
   ExtendOutcome,
   FailureCode,
   Granted,
   ReleaseOutcome,
 } from "./adapter-process.js";
+import { LEASE_MS, WAIT_MS } from "./case.js";
 
 /** Fails the case with `message` unless `condition` holds. */
 export function check(condition: boolean, message: string): asserts condition {
@@ -44,6 +46,13 @@ export function expectReleased(outcome: ReleaseOutcome, released: boolean, what:
 
 export function expectExtended(outcome: ExtendOutcome, what: string): void {
   check(outcome.ok, `${what}: expected the extension to succeed, the client answered ${describe(outcome)}`);
+}
+
+/** Acquires `key`, which must be granted, and releases it, which must report it was still held. */
+export async function acquireAndRelease(client: AdapterProcess, key: string, what: string): Promise<Granted> {
+  const lock = expectGranted(await client.acquire(key, LEASE_MS, WAIT_MS), `${what}: acquire`);
+  expectReleased(await client.release(lock.lock), true, `${what}: release`);
+  return lock;
 }
 
 function describe(outcome: AcquireOutcome | ReleaseOutcome | ExtendOutcome): string {

@@ -1,4 +1,4 @@
-import type { ConformanceCase } from "../case.js";
+import { type ConformanceCase, LEASE_MS, WAIT_MS } from "../case.js";
 import {
   check,
   expectExtended,
@@ -7,9 +7,6 @@ import {
   expectReleased,
   nodeCounts,
 } from "../checks.js";
-
-const LEASE_MS = 30_000;
-const WAIT_MS = 10_000;
 
 /** The verbs on one node, one rule each: grant, extend, release, a wait that runs out, try-acquire, FIFO. */
 export const basicCases: readonly ConformanceCase[] = [

@@ -1,10 +1,10 @@
-import type { ConformanceCase } from "../case.js";
+import { type ConformanceCase, LEASE_MS } from "../case.js";
 import { check, expectExtended, expectGranted, expectReleased, nodeCounts, nodeInfo } from "../checks.js";
 import { DeadNode } from "../wire-tools.js";
 
 const tokenText = (_key: string, value: unknown) => (typeof value === "bigint" ? value.toString() : value);
 
-const LEASE_MS = 30_000;
+// Clusters: a failover and its retries fit in it easily.
 const WAIT_MS = 20_000;
 
 /**

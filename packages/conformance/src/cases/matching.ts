@@ -1,6 +1,7 @@
 import type { AcquireOutcome } from "../adapter-process.js";
-import type { ConformanceCase } from "../case.js";
+import { type ConformanceCase, LEASE_MS, WAIT_MS } from "../case.js";
 import {
+  acquireAndRelease,
   check,
   expectExtended,
   expectFailure,
@@ -10,8 +11,6 @@ import {
 } from "../checks.js";
 import { WireTap } from "../wire-tools.js";
 
-const LEASE_MS = 30_000;
-const WAIT_MS = 10_000;
 const PIPELINED = 200;
 const WAITERS = 3;
 
@@ -126,11 +125,7 @@ export const matchingCases: readonly ConformanceCase[] = [
         "an acquire of a key over the server's --max-key-bytes",
         "KEY_TOO_LONG",
       );
-      const lock = expectGranted(
-        await client.acquire("short", LEASE_MS, WAIT_MS),
-        "an acquire after the refusal",
-      );
-      expectReleased(await client.release(lock.lock), true, "release after the refusal");
+      await acquireAndRelease(client, "short", "after the refusal");
     },
   },
   {
@@ -140,17 +135,12 @@ export const matchingCases: readonly ConformanceCase[] = [
     async run(ctx) {
       const lockd = await ctx.lockd(["--idle-timeout", "1"]);
       const client = await ctx.client([lockd.address]);
-      const first = expectGranted(await client.acquire(ctx.key("a"), LEASE_MS, WAIT_MS), "acquire");
-      expectReleased(await client.release(first.lock), true, "release");
+      await acquireAndRelease(client, ctx.key("a"), "before the idle close");
       // Only the probe's own connection left: lockd closed the client's idle ones.
       await ctx.until("lockd closed the client's idle connections", async () => {
         return (await nodeCounts(lockd.port)).connections === 1;
       });
-      const again = expectGranted(
-        await client.acquire(ctx.key("b"), LEASE_MS, WAIT_MS),
-        "acquire after the idle close",
-      );
-      expectReleased(await client.release(again.lock), true, "release after the idle close");
+      await acquireAndRelease(client, ctx.key("b"), "after the idle close");
     },
   },
 ];
