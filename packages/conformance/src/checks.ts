@@ -21,6 +21,16 @@ export function expectGranted(outcome: AcquireOutcome, what: string): Granted {
   return outcome;
 }
 
+/** The grant, whose token must be above `previous` (an earlier grant of the key, or of the cluster). */
+export function expectGrantedAfter(outcome: AcquireOutcome, previous: Granted, what: string): Granted {
+  const lock = expectGranted(outcome, what);
+  check(
+    lock.token > previous.token,
+    `${what}: token ${lock.token} is not above the earlier ${previous.token}`,
+  );
+  return lock;
+}
+
 /** Checks that the call failed with `code` (and, for `server_error`, lockd's `serverCode`). */
 export function expectFailure(
   outcome: AcquireOutcome | ReleaseOutcome | ExtendOutcome,

@@ -1,9 +1,9 @@
 import { type ConformanceCase, LEASE_MS, WAIT_MS } from "../case.js";
 import {
-  check,
   expectExtended,
   expectFailure,
   expectGranted,
+  expectGrantedAfter,
   expectReleased,
   nodeCounts,
 } from "../checks.js";
@@ -21,10 +21,10 @@ export const basicCases: readonly ConformanceCase[] = [
       const first = expectGranted(await client.acquire(key, LEASE_MS, WAIT_MS), "acquire of a free key");
       expectExtended(await client.extend(first.lock, LEASE_MS), "extend of the held lock");
       expectReleased(await client.release(first.lock), true, "release of the held lock");
-      const second = expectGranted(await client.acquire(key, LEASE_MS, WAIT_MS), "acquire after the release");
-      check(
-        second.token > first.token,
-        `the second token (${second.token}) is not above the first (${first.token})`,
+      const second = expectGrantedAfter(
+        await client.acquire(key, LEASE_MS, WAIT_MS),
+        first,
+        "acquire after the release",
       );
       expectReleased(await client.release(second.lock), true, "release of the second lock");
     },
@@ -60,8 +60,11 @@ export const basicCases: readonly ConformanceCase[] = [
       const held = expectGranted(await holder.acquire(key, LEASE_MS, WAIT_MS), "the holder's acquire");
       expectFailure(await trier.tryAcquire(key, LEASE_MS), "busy", "a try-acquire of a held key");
       expectReleased(await holder.release(held.lock), true, "the holder's release");
-      const taken = expectGranted(await trier.tryAcquire(key, LEASE_MS), "a try-acquire of the freed key");
-      check(taken.token > held.token, "the try-acquire's token is not above the earlier holder's");
+      const taken = expectGrantedAfter(
+        await trier.tryAcquire(key, LEASE_MS),
+        held,
+        "a try-acquire of the freed key",
+      );
       expectReleased(await trier.release(taken.lock), true, "release of the try-acquired lock");
     },
   },
@@ -84,11 +87,13 @@ export const basicCases: readonly ConformanceCase[] = [
       const firstWaitsAgain = first.acquire(key, LEASE_MS, WAIT_MS);
       await queued(2);
       expectReleased(await first.release(held.lock), true, "the first holder's release");
-      const handedOn = expectGranted(await secondWaits, "the first waiter (instance 2)");
-      check(handedOn.token > held.token, "the handed-on token is not above the released one");
+      const handedOn = expectGrantedAfter(await secondWaits, held, "the first waiter (instance 2)");
       expectReleased(await second.release(handedOn.lock), true, "instance 2's release");
-      const last = expectGranted(await firstWaitsAgain, "the second waiter (instance 1 again)");
-      check(last.token > handedOn.token, "the last token is not above the previous holder's");
+      const last = expectGrantedAfter(
+        await firstWaitsAgain,
+        handedOn,
+        "the second waiter (instance 1 again)",
+      );
       expectReleased(await first.release(last.lock), true, "instance 1's final release");
     },
   },
