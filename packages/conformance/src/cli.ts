@@ -36,6 +36,12 @@ async function main(): Promise<number> {
   // The cases start real lockd processes from apps/lockd/dist: bring it up to date (a no-op if it is).
   buildLockd();
   const run = new ConformanceRun({ command: positionals });
+  // lockd and adapter processes outlive a runner that exits without stopping them.
+  const interrupted = (signal: NodeJS.Signals) => {
+    console.error(`${signal}: stopping lockd and the adapters`);
+    run.dispose().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", interrupted).once("SIGTERM", interrupted);
   let failed = 0;
   try {
     for (const conformanceCase of selected) {

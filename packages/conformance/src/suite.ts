@@ -37,6 +37,8 @@ export class ConformanceRun {
   readonly #options: RunOptions;
   #single: Promise<LockdProcess> | undefined;
   #instances = 0;
+  /** How to stop what each running case started, for dispose() on an interrupt. */
+  readonly #running = new Set<() => Promise<void>>();
 
   constructor(options: RunOptions) {
     this.#options = options;
@@ -92,22 +94,36 @@ export class ConformanceRun {
         timeoutMs,
       );
     });
-    let failed = true;
+    let stopped: Promise<void> | undefined;
+    // Adapters first (they may hold connections to what the cleanups stop), then the cleanups, the
+    // last registered first; one that fails does not keep the others from running.
+    const stop = (): Promise<void> => {
+      stopped ??= (async () => {
+        await Promise.all(adapters.map((adapter) => adapter.kill()));
+        for (const cleanup of cleanups.reverse())
+          await Promise.resolve()
+            .then(cleanup)
+            .catch(() => {});
+      })();
+      return stopped;
+    };
+    this.#running.add(stop);
     try {
       await Promise.race([conformanceCase.run(ctx), hung]);
       // Closing is part of the adapter protocol: every instance must close cleanly.
       await Promise.race([Promise.all(adapters.map((adapter) => adapter.close())), hung]);
-      failed = false;
     } catch (error) {
       throw explain(error, conformanceCase, adapters);
     } finally {
       clearTimeout(timer);
-      if (failed) await Promise.all(adapters.map((adapter) => adapter.kill()));
-      for (const cleanup of cleanups.reverse()) await cleanup();
+      await stop();
+      this.#running.delete(stop);
     }
   }
 
+  /** Stops everything: the shared node, and what cases still running started (an interrupt). */
   async dispose(): Promise<void> {
+    await Promise.all([...this.#running].map((stop) => stop()));
     await (await this.#single?.catch(() => undefined))?.dispose();
   }
 }
