@@ -77,6 +77,28 @@ describe("RequestQueue", () => {
     expect(queue.match({ kind: "E", op: "A", key: "q", code: "BAD_DURATION", message: "" })).toBe(noId);
   });
 
+  it("keeps requests that share a verb and an id apart: two extensions of one lock, oldest first", () => {
+    const queue = new RequestQueue<Outgoing>();
+    const extend = (token: bigint): Request => ({ op: "X", key: "k", token, leaseMs: 1000, id: "c.1" });
+    const [x1, x2, x3] = queued(queue, extend(1n), extend(1n), extend(1n));
+    queue.takeWrites(0);
+    // `X key 1` carries no id, `M X key address id` does: both go to the oldest outstanding one.
+    expect(queue.match({ kind: "X", key: "k", extended: true })).toBe(x1);
+    expect(queue.match({ kind: "M", op: "X", key: "k", address: "10.0.0.6:7420", id: "c.1" })).toBe(x2);
+    expect(queue.outstanding).toBe(1);
+    const [x4] = queued(queue, extend(1n));
+    queue.takeWrites(0);
+    expect(queue.takeAll().written).toEqual([x3, x4]);
+  });
+
+  it("matches a reply without an id to the oldest request of its (verb, key), with or without an id", () => {
+    const queue = new RequestQueue<Outgoing>();
+    const [withId, withoutId] = queued(queue, { op: "R", key: "k", token: 1n, id: "c.1" }, release("k", 2n));
+    queue.takeWrites(0);
+    expect(queue.match({ kind: "R", key: "k", released: true })).toBe(withId);
+    expect(queue.match({ kind: "R", key: "k", released: false })).toBe(withoutId);
+  });
+
   it("returns undefined for a reply that answers nothing, and for E ? lines", () => {
     const queue = new RequestQueue<Outgoing>();
     queued(queue, acquire("k", "c.1"), release("k"));

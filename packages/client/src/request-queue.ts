@@ -32,19 +32,22 @@ export class Outgoing {
  * The requests of one connection, as a pure data structure: it encodes, batches and matches, and
  * never sees a socket or a clock (the caller passes the time of each write).
  *
- * Matching (docs/protocol.md, "Pipelining and matching replies"): a reply that carries an id goes to
- * the outstanding request with that verb and id; any other reply goes to the oldest outstanding request
- * with the same (verb, key), which is send order because the server answers those in order. A reply
- * that matches nothing is a protocol violation, which the caller handles (by dropping the connection).
+ * Matching (docs/protocol.md, "Matching replies"): a reply that carries an id goes to the oldest
+ * outstanding request with that verb and id; any other reply goes to the oldest outstanding request
+ * with the same (verb, key), with or without an id. lockd answers every request but a waiting `A` at
+ * once and in order, so only acquires need finding by id (kept in a map: one attempt of a call per
+ * connection at a time); the rest are matched in send order, which also keeps apart requests that
+ * share a verb and an id (two extensions of one lock). A reply that matches nothing is a protocol
+ * violation, which the caller handles (by dropping the connection).
  *
  * Ordering: requests are written in `push` order; `takeWrites` hands out everything queued so far in
  * one string, so a caller that flushes once per tick writes one batch per tick.
  */
 export class RequestQueue<T extends Outgoing> {
   readonly #limits: ProtocolLimits;
-  // Requests with an id, by verb and id.
-  readonly #byId = new Map<RequestOp, Map<string, T>>();
-  // Requests without an id in send order, from #fifoHead on; answered ones leave a hole (undefined).
+  // Acquires (`A`), by id: the only requests lockd may answer out of order.
+  readonly #acquires = new Map<string, T>();
+  // Every other request in send order, from #fifoHead on; answered ones leave a hole (undefined).
   // lockd answers these in order, so the match is nearly always the head: no per-key map to churn.
   #fifo: Array<T | undefined> = [];
   #fifoHead = 0;
@@ -112,13 +115,14 @@ export class RequestQueue<T extends Outgoing> {
     const id = "id" in reply ? reply.id : undefined;
     const key = replyKey(reply);
     let item: T | undefined;
-    if (id !== undefined) {
-      item = this.#byId.get(op)?.get(id);
+    if (op === "A") {
+      // Without an id: an `E` for an acquire line lockd could not parse as far as the id.
+      item = id !== undefined ? this.#acquires.get(id) : oldestWithKey(this.#acquires, key);
     } else {
-      item = this.#oldestInFifo(op, key);
-      // A request sent with an id whose reply came without one (`C key 1`, or an `E` for a line the
-      // server could not parse as far as the id): the oldest such request for the key.
-      if (item === undefined) item = oldestWithKey(this.#byId.get(op), key);
+      // By id first: `E Y - KEY_TOO_LONG <id>` names no key. `R key 1` and the like carry no id.
+      item =
+        (id !== undefined ? this.#oldestInFifo(op, id, idOf) : undefined) ??
+        this.#oldestInFifo(op, key, requestKey);
     }
     if (item === undefined) return undefined;
     this.#unregister(item);
@@ -134,7 +138,7 @@ export class RequestQueue<T extends Outgoing> {
   takeAll(): { unwritten: Array<T>; written: Array<T> } {
     const unwritten = this.#queued;
     const written: Array<T> = [];
-    for (const byId of this.#byId.values()) for (const item of byId.values()) written.push(item);
+    for (const item of this.#acquires.values()) written.push(item);
     for (let i = this.#fifoHead; i < this.#fifo.length; i++) {
       const item = this.#fifo[i];
       if (item !== undefined) written.push(item);
@@ -143,7 +147,7 @@ export class RequestQueue<T extends Outgoing> {
     stillWritten.sort((a, b) => a.sequence - b.sequence);
     for (const item of unwritten) item.state = "dropped";
     for (const item of stillWritten) item.state = "dropped";
-    this.#byId.clear();
+    this.#acquires.clear();
     this.#fifo = [];
     this.#fifoHead = 0;
     this.#queued = [];
@@ -154,25 +158,15 @@ export class RequestQueue<T extends Outgoing> {
 
   #register(item: T): void {
     const request = item.request;
-    const id = "id" in request ? request.id : undefined;
-    if (id === undefined) {
-      this.#fifo.push(item);
-      return;
-    }
-    let byId = this.#byId.get(request.op);
-    if (byId === undefined) {
-      byId = new Map();
-      this.#byId.set(request.op, byId);
-    }
-    // One call has one id and at most one attempt per connection at a time.
-    byId.set(id, item);
+    // One acquire call has one id and at most one attempt per connection at a time.
+    if (request.op === "A" && request.id !== undefined) this.#acquires.set(request.id, item);
+    else this.#fifo.push(item);
   }
 
   #unregister(item: T): void {
     const request = item.request;
-    const id = "id" in request ? request.id : undefined;
-    if (id !== undefined) {
-      this.#byId.get(request.op)?.delete(id);
+    if (request.op === "A" && request.id !== undefined) {
+      this.#acquires.delete(request.id);
       return;
     }
     const fifo = this.#fifo;
@@ -188,11 +182,16 @@ export class RequestQueue<T extends Outgoing> {
     }
   }
 
-  #oldestInFifo(op: RequestOp, key: string): T | undefined {
+  /** The oldest request in send order with verb `op` whose `field` (its key, or its id) is `value`. */
+  #oldestInFifo(
+    op: RequestOp,
+    value: string,
+    field: (request: Request) => string | undefined,
+  ): T | undefined {
     const fifo = this.#fifo;
     for (let i = this.#fifoHead; i < fifo.length; i++) {
       const item = fifo[i];
-      if (item !== undefined && item.request.op === op && requestKey(item.request) === key) return item;
+      if (item !== undefined && item.request.op === op && field(item.request) === value) return item;
     }
     return undefined;
   }
@@ -224,9 +223,12 @@ function requestKey(request: Request): string {
   return "key" in request ? request.key : "-";
 }
 
-function oldestWithKey<T extends Outgoing>(byId: Map<string, T> | undefined, key: string): T | undefined {
-  if (byId === undefined) return undefined;
+function idOf(request: Request): string | undefined {
+  return "id" in request ? request.id : undefined;
+}
+
+function oldestWithKey<T extends Outgoing>(acquires: Map<string, T>, key: string): T | undefined {
   // Map iteration follows insertion, which is push order.
-  for (const item of byId.values()) if (requestKey(item.request) === key) return item;
+  for (const item of acquires.values()) if (requestKey(item.request) === key) return item;
   return undefined;
 }
