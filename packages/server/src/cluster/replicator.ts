@@ -25,8 +25,11 @@ export interface ReplicaLink {
   readonly queuedBytes: number;
 }
 
-/** Holders a snapshot sends per event-loop turn: about a millisecond of encoding. */
-export const SNAPSHOT_CHUNK_HOLDERS = 1024;
+/** Holders a snapshot sends per event-loop turn at most (about 10 ms of encoding)… */
+export const SNAPSHOT_CHUNK_HOLDERS = 8192;
+
+/** …and it ends its turn sooner once it has taken this long, so requests and heartbeats keep flowing. */
+export const SNAPSHOT_TURN_MS = 4;
 
 /** A snapshot waits (it polls every millisecond) while more than this is queued on its link. */
 export const SNAPSHOT_HIGH_WATER_BYTES = 1024 * 1024;
@@ -188,7 +191,10 @@ export class Replicator implements EngineJournal {
       return;
     }
     let text = "";
+    const clock = this.#timers.clock;
+    const turnEnds = clock.now() + SNAPSHOT_TURN_MS;
     for (let i = 0; i < SNAPSHOT_CHUNK_HOLDERS; i++) {
+      if (i % 256 === 255 && clock.now() >= turnEnds) break;
       const next = snapshot.holders.next();
       if (next.done) {
         target.link.send(text);
