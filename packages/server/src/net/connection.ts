@@ -130,6 +130,19 @@ export class ClientConnection {
     this.#fail("?", "-", undefined, code, message);
   }
 
+  /**
+   * A newer connection took this unauthenticated one's slot (Admission). `immediately`: the slot is
+   * needed now, so the socket is destroyed right after the error line is handed to the kernel
+   * instead of lingering for the client's close.
+   */
+  evict(immediately: boolean): void {
+    this.closeWithError(
+      "TOO_MANY_UNAUTHENTICATED",
+      "a newer connection took this slot before this one authenticated",
+    );
+    if (immediately) this.#socket.destroy();
+  }
+
   /** Closes at once, without replies (server stop after the shutdown grace). */
   destroy(): void {
     this.#socket.destroy();
