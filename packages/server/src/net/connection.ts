@@ -18,6 +18,7 @@ import type { Cluster } from "../cluster/cluster.js";
 import { PeerSession } from "../cluster/peer-session.js";
 import type { SecretChecker } from "./auth.js";
 import { endWithLinger } from "./close.js";
+import { linesEnd } from "./line-budget.js";
 import { LockVerbs, type VerbContext } from "./lock-verbs.js";
 import type { ListenerHandshake } from "./peer-auth.js";
 
@@ -38,9 +39,14 @@ export interface ConnectionContext extends VerbContext {
  * replies in batches (one socket write per event-loop turn). Replies to queued acquires arrive
  * later through `AcquireSink`, in any order relative to other replies.
  *
- * Backpressure: when the client stops reading and the unsent replies pass `writeHighWaterBytes`,
- * the connection stops reading requests until the socket drains, so a client that never reads
- * cannot grow the server's memory.
+ * Turns: at most `maxRequestsPerTurn` requests run in one event-loop turn; the rest of the bytes
+ * wait (reading paused) for the next turn, so one client's pipeline cannot hold up the others.
+ *
+ * Backpressure: when the client stops reading and the unsent replies pass `writeHighWaterBytes`
+ * (checked between parts of a chunk, not only after it), the connection stops running and reading
+ * requests until the socket drains, so a client that never reads cannot grow the server's memory.
+ * Unsent replies past `maxUnsentBytes`, or not all written within `writeTimeoutMs` of passing the
+ * mark, close the connection at once (`SLOW_READER`), queued acquires included.
  *
  * Peer links arrive on the same port. A connection becomes one only through the peer handshake
  * (`ListenerHandshake`), begun before it ran any verb but `H`; from then on its frames go to its
@@ -64,6 +70,11 @@ export class ClientConnection {
   #closed = false;
   /** Reading stopped because unsent replies passed the high-water mark. */
   #writesBacklogged = false;
+  /** Closes the connection if its backlog has not drained by then (`writeTimeoutMs`). */
+  #writeTimer: NodeJS.Timeout | undefined;
+  /** Bytes received but not run yet: a turn's request budget ran out, or replies backed up. */
+  #unread: Buffer | undefined;
+  #nextTurnScheduled = false;
   /** Reading stopped for a handoff (`pauseReading`). */
   #readingPaused = false;
   #authTimer: NodeJS.Timeout | undefined;
@@ -157,7 +168,7 @@ export class ClientConnection {
 
   resumeReading(): void {
     this.#readingPaused = false;
-    if (!this.#writesBacklogged) this.#socket.resume();
+    if (!this.#writesBacklogged) this.#resumeIntake();
   }
 
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
@@ -168,28 +179,86 @@ export class ClientConnection {
   /** Bytes read from the client; `chunk` is only valid during the call. */
   receive(chunk: Buffer): void {
     if (this.#closing) return;
+    if (this.#unread !== undefined) {
+      // Read before the pause took hold: it runs after what is already waiting.
+      this.#unread = Buffer.concat([this.#unread, chunk]);
+      return;
+    }
+    this.#run(chunk);
+  }
+
+  /**
+   * Runs the requests in `bytes`: at most `maxRequestsPerTurn`, and none once the replies back up.
+   * What is left is kept (copied) with reading paused, and runs in a later turn.
+   */
+  #run(bytes: Buffer): void {
     // After a stall this process may have been replaced as the active: check before serving a byte.
     this.#ctx.cluster?.guardStall();
+    const { maxRequestsPerTurn, writeHighWaterBytes } = this.#ctx.limits;
+    let budget = maxRequestsPerTurn;
+    let start = 0;
     this.#receiving = true;
     try {
-      const frames = this.#decoder.push(chunk);
-      // Only complete lines keep a connection from idling out: a line trickled a byte at a time
-      // (slowloris) must still end within the idle timeout.
-      if (frames.length > 0) this.#heard = true;
-      for (const frame of frames) {
-        if (this.#closing) break;
-        if (isDecodeError(frame)) this.#replyDecodeError(frame);
-        else if (isPeerFrame(frame)) this.#handlePeerFrame(frame);
-        else this.#handle(frame);
+      while (start < bytes.length && budget > 0 && !this.#writesBacklogged && !this.#closing) {
+        const end = linesEnd(bytes, start, budget);
+        const frames = this.#decoder.push(bytes.subarray(start, end));
+        start = end;
+        budget -= frames.length;
+        this.#runFrames(frames);
+        // Large replies (`I`, long keys) back up within a chunk: write them before running more.
+        if (this.#out.length > writeHighWaterBytes) this.#flush();
       }
       this.#peerLink?.flushAcks();
       this.#ctx.node.afterRequests();
     } finally {
       this.#receiving = false;
     }
-    // Answer the whole chunk with one write now rather than a tick later: one hop less per round trip.
+    // Answer the whole part with one write now rather than a tick later: one hop less per round trip.
     this.#flush();
+    if (start < bytes.length && !this.#closing) this.#keepUnread(bytes.subarray(start));
   }
+
+  #runFrames(frames: ReadonlyArray<Request | PeerFrame | DecodeError>): void {
+    // Only complete lines keep a connection from idling out: a line trickled a byte at a time
+    // (slowloris) must still end within the idle timeout.
+    if (frames.length > 0) this.#heard = true;
+    for (const frame of frames) {
+      if (this.#closing) break;
+      if (isDecodeError(frame)) this.#replyDecodeError(frame);
+      else if (isPeerFrame(frame)) this.#handlePeerFrame(frame);
+      else this.#handle(frame);
+    }
+  }
+
+  /** Stops reading and keeps `rest` (at most one read's worth) until the connection may run it. */
+  #keepUnread(rest: Buffer): void {
+    this.#unread = Buffer.from(rest);
+    this.#socket.pause();
+    if (!this.#writesBacklogged && !this.#readingPaused) this.#scheduleNextTurn();
+  }
+
+  /** Reading may go on (drained, or a handoff's pause ended): run what was kept, then read again. */
+  #resumeIntake(): void {
+    if (this.#unread !== undefined) this.#scheduleNextTurn();
+    else if (!this.#closing) this.#socket.resume();
+  }
+
+  #scheduleNextTurn(): void {
+    if (this.#nextTurnScheduled) return;
+    this.#nextTurnScheduled = true;
+    // setImmediate, not a microtask or nextTick: other connections' reads and timers run first.
+    setImmediate(this.#nextTurn);
+  }
+
+  readonly #nextTurn = (): void => {
+    this.#nextTurnScheduled = false;
+    if (this.#closed || this.#closing || this.#writesBacklogged || this.#readingPaused) return;
+    const unread = this.#unread;
+    this.#unread = undefined;
+    if (unread !== undefined) this.#run(unread);
+    if (this.#unread === undefined && !this.#writesBacklogged && !this.#readingPaused && !this.#closing)
+      this.#socket.resume();
+  };
 
   #handle(request: Request): void {
     if (this.#peerLink) {
@@ -373,25 +442,58 @@ export class ClientConnection {
     const out = this.#out;
     this.#out = "";
     // Only a write that returned false is followed by a drain, so only then may reading stop.
-    const backlog =
-      !this.#writer.write(out) && this.#writer.queuedBytes > this.#ctx.limits.writeHighWaterBytes;
-    if (backlog && !this.#writesBacklogged) {
+    if (this.#writer.write(out)) return;
+    const unsent = this.#writer.queuedBytes;
+    const { writeHighWaterBytes, maxUnsentBytes, writeTimeoutMs } = this.#ctx.limits;
+    if (unsent > maxUnsentBytes) {
+      this.#closeSlowReader(`more than ${maxUnsentBytes} bytes of replies unread`);
+    } else if (unsent > writeHighWaterBytes && !this.#writesBacklogged) {
       this.#writesBacklogged = true;
       this.#socket.pause();
+      if (writeTimeoutMs > 0) {
+        this.#writeTimer = setTimeout(
+          () => this.#closeSlowReader(`replies unread for ${writeTimeoutMs / 1000} s`),
+          writeTimeoutMs,
+        );
+      }
     }
   };
+
+  /**
+   * A client that does not read its replies: closed at once, without waiting for them to be sent
+   * (they never would be), so its memory is freed now. Its queued acquires are withdrawn; the
+   * error line is queued last, and the client sees it only if it reads everything before it.
+   */
+  #closeSlowReader(message: string): void {
+    if (this.#closed) return;
+    this.#verbs.error("?", "-", undefined, "SLOW_READER", message);
+    this.#verbs.close();
+    this.#closing = true;
+    this.#unread = undefined;
+    this.#writer.write(this.#out);
+    this.#out = "";
+    this.#socket.destroy();
+  }
 
   /** Every reply written so far has reached the kernel. */
   #drained(): void {
     if (!this.#writesBacklogged) return;
     this.#writesBacklogged = false;
-    if (!this.#readingPaused) this.#socket.resume();
+    this.#clearWriteTimer();
+    if (!this.#readingPaused) this.#resumeIntake();
+  }
+
+  #clearWriteTimer(): void {
+    if (this.#writeTimer) clearTimeout(this.#writeTimer);
+    this.#writeTimer = undefined;
   }
 
   #onClose(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#clearAuthTimer();
+    this.#clearWriteTimer();
+    this.#unread = undefined;
     this.#verbs.close();
     this.#ctx.onClose(this);
   }
