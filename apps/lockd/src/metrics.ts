@@ -119,6 +119,16 @@ export class LockdMetrics implements ServerObserver {
       "Open client connections that have not authenticated yet",
       (s) => s.unauthenticatedCount,
     );
+    this.#gauge(
+      "lockd_unsent_bytes",
+      "Reply bytes produced and not yet taken by the kernel, all connections (clients that read slowly)",
+      (s) => s.unsentBytes,
+    );
+    this.#gauge(
+      "lockd_connections_backlogged",
+      "Connections not read from because they do not read their replies",
+      (s) => s.backloggedCount,
+    );
     this.#gauge("lockd_epoch", "Current token epoch", (s) => Number(s.node.epoch));
     this.#gauge("lockd_is_active", "1 when this node serves clients", (s) =>
       s.node.role === "active" ? 1 : 0,

@@ -120,6 +120,16 @@ export class ClientConnection {
     return this.#verbs.pending;
   }
 
+  /** Reply bytes produced and not yet handed to the kernel (0 once closed). */
+  get unsentBytes(): number {
+    return this.#closed ? 0 : this.#out.length + this.#writer.queuedBytes;
+  }
+
+  /** Reading stopped because the client does not read its replies. */
+  get backlogged(): boolean {
+    return this.#writesBacklogged;
+  }
+
   get remoteAddress(): string {
     return `${this.#socket.remoteAddress}:${this.#socket.remotePort}`;
   }
@@ -465,12 +475,13 @@ export class ClientConnection {
    * error line is queued last, and the client sees it only if it reads everything before it.
    */
   #closeSlowReader(message: string): void {
-    if (this.#closed) return;
-    this.#verbs.error("?", "-", undefined, "SLOW_READER", message);
-    this.#verbs.close();
+    if (this.#closed || this.#socket.destroyed) return;
     this.#closing = true;
     this.#unread = undefined;
-    this.#writer.write(this.#out);
+    this.#verbs.close();
+    this.#ctx.node.observer.error("SLOW_READER");
+    const line = encodeReply({ kind: "E", op: "?", key: "-", code: "SLOW_READER", message });
+    this.#writer.write(this.#out + line);
     this.#out = "";
     this.#socket.destroy();
   }

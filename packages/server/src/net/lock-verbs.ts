@@ -226,7 +226,13 @@ export class LockVerbs implements AcquireSink {
       )
     )
       return true;
-    this.error(op, key, id, "TOO_MANY_CONNECTION_KEYS", `this connection holds or awaits ${quota} keys, its limit`);
+    this.error(
+      op,
+      key,
+      id,
+      "TOO_MANY_CONNECTION_KEYS",
+      `this connection holds or awaits ${quota} keys, its limit`,
+    );
     return false;
   }
 

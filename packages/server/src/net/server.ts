@@ -176,6 +176,20 @@ export class LockServer {
     return this.#connections.size;
   }
 
+  /** Reply bytes waiting for slow readers, over every connection (a gauge; walks the connections). */
+  get unsentBytes(): number {
+    let total = 0;
+    for (const connection of this.#connections) total += connection.unsentBytes;
+    return total;
+  }
+
+  /** Connections not read from because they do not read their replies. */
+  get backloggedCount(): number {
+    let count = 0;
+    for (const connection of this.#connections) if (connection.backlogged) count += 1;
+    return count;
+  }
+
   /** Connections that have not authenticated yet (always 0 without an auth token). */
   get unauthenticatedCount(): number {
     return this.#admission.unauthenticatedCount;
