@@ -13,14 +13,14 @@ import {
   RequestDecoder,
   type RequestOp,
 } from "@lock/protocol";
-import { SocketWriter } from "@lock/socket-io";
 import type { Cluster } from "../cluster/cluster.js";
 import { PeerSession } from "../cluster/peer-session.js";
 import type { SecretChecker } from "./auth.js";
 import { endWithLinger } from "./close.js";
-import { linesEnd } from "./line-budget.js";
 import { LockVerbs, type VerbContext } from "./lock-verbs.js";
 import type { ListenerHandshake } from "./peer-auth.js";
+import { ReplyOutput } from "./reply-output.js";
+import { RequestIntake } from "./request-intake.js";
 
 /** What every connection shares: the node, the limits and the server-wide facts for `I`. */
 export interface ConnectionContext extends VerbContext {
@@ -56,25 +56,16 @@ export interface ConnectionContext extends VerbContext {
  */
 export class ClientConnection {
   readonly #socket: Socket;
-  readonly #writer: SocketWriter;
+  readonly #output: ReplyOutput;
+  /** Runs the client's requests in turns (RequestIntake). */
+  readonly #intake: RequestIntake;
   readonly #ctx: ConnectionContext;
   readonly #decoder: RequestDecoder;
   /** The lock verbs, with this connection's queued acquires. */
   readonly #verbs: LockVerbs;
   #authenticated: boolean;
-  #out = "";
-  #flushScheduled = false;
-  /** Inside `receive()`, which writes everything at its end: no tick needs scheduling meanwhile. */
-  #receiving = false;
   #closing = false;
   #closed = false;
-  /** Reading stopped because unsent replies passed the high-water mark. */
-  #writesBacklogged = false;
-  /** Closes the connection if its backlog has not drained by then (`writeTimeoutMs`). */
-  #writeTimer: NodeJS.Timeout | undefined;
-  /** Bytes received but not run yet: a turn's request budget ran out, or replies backed up. */
-  #unread: Buffer | undefined;
-  #nextTurnScheduled = false;
   /** Reading stopped for a handoff (`pauseReading`). */
   #readingPaused = false;
   #authTimer: NodeJS.Timeout | undefined;
@@ -96,7 +87,30 @@ export class ClientConnection {
     this.#verbs = new LockVerbs(ctx, (reply) => this.#send(reply), this.remoteAddress);
     this.#authenticated = ctx.auth === undefined;
     socket.setNoDelay(true);
-    this.#writer = new SocketWriter(socket, () => this.#drained());
+    this.#output = new ReplyOutput(socket, ctx.limits, {
+      backlogged: () => socket.pause(),
+      drained: () => {
+        if (!this.#readingPaused) this.#intake.resume();
+      },
+      slowReader: (reason) => this.#closeSlowReader(reason),
+    });
+    this.#intake = new RequestIntake(socket, ctx.limits.maxRequestsPerTurn, {
+      // After a stall this process may have been replaced as the active: check before serving a byte.
+      beginRun: () => {
+        this.#ctx.cluster?.guardStall();
+        this.#output.hold(true);
+      },
+      runPart: (part) => this.#runPart(part),
+      endRun: () => {
+        this.#peerLink?.flushAcks();
+        this.#ctx.node.afterRequests();
+        this.#output.hold(false);
+        // One write for the whole run now rather than a tick later: one hop less per round trip.
+        this.#output.flush();
+      },
+      closing: () => this.#closing || this.#closed,
+      held: () => this.#output.backlogged || this.#readingPaused,
+    });
     if (reads === "events") socket.on("data", (chunk: Buffer) => this.receive(chunk));
     socket.on("error", () => {
       // A reset or broken pipe: 'close' follows and cleans up.
@@ -122,12 +136,12 @@ export class ClientConnection {
 
   /** Reply bytes produced and not yet handed to the kernel (0 once closed). */
   get unsentBytes(): number {
-    return this.#closed ? 0 : this.#out.length + this.#writer.queuedBytes;
+    return this.#closed ? 0 : this.#output.unsentBytes;
   }
 
   /** Reading stopped because the client does not read its replies. */
   get backlogged(): boolean {
-    return this.#writesBacklogged;
+    return this.#output.backlogged;
   }
 
   get remoteAddress(): string {
@@ -142,7 +156,7 @@ export class ClientConnection {
     if (this.#closing) return;
     this.#verbs.failPending(code, message);
     this.#closing = true;
-    this.#flush();
+    this.#output.flush();
     this.#socket.end();
   }
 
@@ -178,7 +192,7 @@ export class ClientConnection {
 
   resumeReading(): void {
     this.#readingPaused = false;
-    if (!this.#writesBacklogged) this.#resumeIntake();
+    if (!this.#output.backlogged) this.#intake.resume();
   }
 
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
@@ -188,47 +202,12 @@ export class ClientConnection {
 
   /** Bytes read from the client; `chunk` is only valid during the call. */
   receive(chunk: Buffer): void {
-    if (this.#closing) return;
-    if (this.#unread !== undefined) {
-      // Read before the pause took hold: it runs after what is already waiting.
-      this.#unread = Buffer.concat([this.#unread, chunk]);
-      return;
-    }
-    this.#run(chunk);
+    if (!this.#closing) this.#intake.receive(chunk);
   }
 
-  /**
-   * Runs the requests in `bytes`: at most `maxRequestsPerTurn`, and none once the replies back up.
-   * What is left is kept (copied) with reading paused, and runs in a later turn.
-   */
-  #run(bytes: Buffer): void {
-    // After a stall this process may have been replaced as the active: check before serving a byte.
-    this.#ctx.cluster?.guardStall();
-    const { maxRequestsPerTurn, writeHighWaterBytes } = this.#ctx.limits;
-    let budget = maxRequestsPerTurn;
-    let start = 0;
-    this.#receiving = true;
-    try {
-      while (start < bytes.length && budget > 0 && !this.#writesBacklogged && !this.#closing) {
-        const end = linesEnd(bytes, start, budget);
-        const frames = this.#decoder.push(bytes.subarray(start, end));
-        start = end;
-        budget -= frames.length;
-        this.#runFrames(frames);
-        // Large replies (`I`, long keys) back up within a chunk: write them before running more.
-        if (this.#out.length > writeHighWaterBytes) this.#flush();
-      }
-      this.#peerLink?.flushAcks();
-      this.#ctx.node.afterRequests();
-    } finally {
-      this.#receiving = false;
-    }
-    // Answer the whole part with one write now rather than a tick later: one hop less per round trip.
-    this.#flush();
-    if (start < bytes.length && !this.#closing) this.#keepUnread(bytes.subarray(start));
-  }
-
-  #runFrames(frames: ReadonlyArray<Request | PeerFrame | DecodeError>): void {
+  /** Decodes and runs the requests of one part of a read (RequestIntake); returns the frames run. */
+  #runPart(part: Buffer): number {
+    const frames = this.#decoder.push(part);
     // Only complete lines keep a connection from idling out: a line trickled a byte at a time
     // (slowloris) must still end within the idle timeout.
     if (frames.length > 0) this.#heard = true;
@@ -238,37 +217,10 @@ export class ClientConnection {
       else if (isPeerFrame(frame)) this.#handlePeerFrame(frame);
       else this.#handle(frame);
     }
+    // Large replies (`I`, long keys) back up within a read: write them before running more.
+    if (this.#output.queuedLength > this.#ctx.limits.writeHighWaterBytes) this.#output.flush();
+    return frames.length;
   }
-
-  /** Stops reading and keeps `rest` (at most one read's worth) until the connection may run it. */
-  #keepUnread(rest: Buffer): void {
-    this.#unread = Buffer.from(rest);
-    this.#socket.pause();
-    if (!this.#writesBacklogged && !this.#readingPaused) this.#scheduleNextTurn();
-  }
-
-  /** Reading may go on (drained, or a handoff's pause ended): run what was kept, then read again. */
-  #resumeIntake(): void {
-    if (this.#unread !== undefined) this.#scheduleNextTurn();
-    else if (!this.#closing) this.#socket.resume();
-  }
-
-  #scheduleNextTurn(): void {
-    if (this.#nextTurnScheduled) return;
-    this.#nextTurnScheduled = true;
-    // setImmediate, not a microtask or nextTick: other connections' reads and timers run first.
-    setImmediate(this.#nextTurn);
-  }
-
-  readonly #nextTurn = (): void => {
-    this.#nextTurnScheduled = false;
-    if (this.#closed || this.#closing || this.#writesBacklogged || this.#readingPaused) return;
-    const unread = this.#unread;
-    this.#unread = undefined;
-    if (unread !== undefined) this.#run(unread);
-    if (this.#unread === undefined && !this.#writesBacklogged && !this.#readingPaused && !this.#closing)
-      this.#socket.resume();
-  };
 
   #handle(request: Request): void {
     if (this.#peerLink) {
@@ -317,7 +269,7 @@ export class ClientConnection {
     this.#clearAuthTimer();
     this.#authTimer = setTimeout(() => {
       this.#error(op, "-", undefined, code, message);
-      this.#flush();
+      this.#output.flush();
       // Read again (and drop) so a client that closes first is noticed at once.
       this.#socket.resume();
       endWithLinger(this.#socket);
@@ -352,7 +304,7 @@ export class ClientConnection {
     const step = this.#handshake.step(frame);
     switch (step.kind) {
       case "challenge":
-        this.#queue(step.line);
+        this.#output.queue(step.line);
         if (this.#authTimer === undefined && this.#ctx.limits.authTimeoutMs > 0) {
           this.#authTimer = setTimeout(
             () => this.#fail("?", "-", undefined, "AUTH_TIMEOUT", "no peer proof before the auth timeout"),
@@ -362,10 +314,10 @@ export class ClientConnection {
         return;
       case "authenticated":
         this.#clearAuthTimer();
-        this.#queue(step.line);
+        this.#output.queue(step.line);
         this.#peerLink = new PeerSession(step.node, cluster, {
           send: (line) => {
-            if (!this.#closed) this.#queue(line);
+            if (!this.#closed) this.#output.queue(line);
           },
           drop: (message) => this.#fail("?", "-", undefined, "PEER_PROTOCOL_ERROR", message),
           close: () => this.#socket.destroy(),
@@ -413,7 +365,7 @@ export class ClientConnection {
     this.#error(op, key, id, code, message);
     this.#verbs.close();
     this.#closing = true;
-    this.#flush();
+    this.#output.flush();
     endWithLinger(this.#socket);
   }
 
@@ -434,40 +386,9 @@ export class ClientConnection {
 
   #send(reply: Reply): void {
     if (this.#closed) return;
-    this.#queue(encodeReply(reply));
-    if (reply.kind === "E" && FATAL_CODES.has(reply.code)) this.#flush();
+    this.#output.queue(encodeReply(reply));
+    if (reply.kind === "E" && FATAL_CODES.has(reply.code)) this.#output.flush();
   }
-
-  /** Adds to the next write: at the end of `receive()` if inside it, else at the end of this tick. */
-  #queue(text: string): void {
-    this.#out += text;
-    if (this.#flushScheduled || this.#receiving) return;
-    this.#flushScheduled = true;
-    process.nextTick(this.#flush);
-  }
-
-  readonly #flush = (): void => {
-    this.#flushScheduled = false;
-    if (this.#out.length === 0 || this.#closed) return;
-    const out = this.#out;
-    this.#out = "";
-    // Only a write that returned false is followed by a drain, so only then may reading stop.
-    if (this.#writer.write(out)) return;
-    const unsent = this.#writer.queuedBytes;
-    const { writeHighWaterBytes, maxUnsentBytes, writeTimeoutMs } = this.#ctx.limits;
-    if (unsent > maxUnsentBytes) {
-      this.#closeSlowReader(`more than ${maxUnsentBytes} bytes of replies unread`);
-    } else if (unsent > writeHighWaterBytes && !this.#writesBacklogged) {
-      this.#writesBacklogged = true;
-      this.#socket.pause();
-      if (writeTimeoutMs > 0) {
-        this.#writeTimer = setTimeout(
-          () => this.#closeSlowReader(`replies unread for ${writeTimeoutMs / 1000} s`),
-          writeTimeoutMs,
-        );
-      }
-    }
-  };
 
   /**
    * A client that does not read its replies: closed at once, without waiting for them to be sent
@@ -477,34 +398,19 @@ export class ClientConnection {
   #closeSlowReader(message: string): void {
     if (this.#closed || this.#socket.destroyed) return;
     this.#closing = true;
-    this.#unread = undefined;
+    this.#intake.drop();
     this.#verbs.close();
     this.#ctx.node.observer.error("SLOW_READER");
-    const line = encodeReply({ kind: "E", op: "?", key: "-", code: "SLOW_READER", message });
-    this.#writer.write(this.#out + line);
-    this.#out = "";
+    this.#output.writeLast(encodeReply({ kind: "E", op: "?", key: "-", code: "SLOW_READER", message }));
     this.#socket.destroy();
-  }
-
-  /** Every reply written so far has reached the kernel. */
-  #drained(): void {
-    if (!this.#writesBacklogged) return;
-    this.#writesBacklogged = false;
-    this.#clearWriteTimer();
-    if (!this.#readingPaused) this.#resumeIntake();
-  }
-
-  #clearWriteTimer(): void {
-    if (this.#writeTimer) clearTimeout(this.#writeTimer);
-    this.#writeTimer = undefined;
   }
 
   #onClose(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#clearAuthTimer();
-    this.#clearWriteTimer();
-    this.#unread = undefined;
+    this.#output.stop();
+    this.#intake.drop();
     this.#verbs.close();
     this.#ctx.onClose(this);
   }
