@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { EpochStoreError, LockServer } from "@lock/server";
 import { useFastIo } from "@lock/socket-io";
 import { pino } from "pino";
@@ -8,6 +9,7 @@ import { startAdmin } from "./admin.js";
 import { AuthFailureLog } from "./auth-failure-log.js";
 import { ClusterLog } from "./cluster-log.js";
 import { parseConfig, usage } from "./config.js";
+import { epochAheadLog, epochAheadStatus } from "./epoch-ahead.js";
 import { LockdMetrics } from "./metrics.js";
 import { StatusHistory } from "./status-history.js";
 
@@ -41,6 +43,13 @@ async function main(): Promise<void> {
   // Filled by the cluster's events below: the status page's recent changes, /readyz's sync view.
   let server: LockServer | undefined;
   const clusterLog = new ClusterLog(() => server?.node.advertise ?? "this node");
+  // At start and at every promotion: an epoch ahead of the clock is served anyway, and said loudly.
+  const warnIfEpochAhead = () => {
+    const ahead = epochAheadStatus(server?.node.epochs.aheadOfClock());
+    if (ahead === null) return;
+    const { fields, message } = epochAheadLog(ahead, join(config.dataDir, "epoch"));
+    log.warn(fields, message);
+  };
 
   // Before the server starts: every socket it serves or dials follows this process-wide choice.
   const directWrites = config.fastIo && useFastIo(true);
@@ -74,6 +83,7 @@ async function main(): Promise<void> {
                 metrics.roleChanged(role);
                 clusterLog.roleChanged(role, reason, epoch);
                 log.info({ role, reason, epoch: epoch.toString() }, "role changed");
+                if (role === "active") warnIfEpochAhead();
               },
               following: (active) => {
                 log.info({ active: active ?? null }, "following active");
@@ -106,6 +116,7 @@ async function main(): Promise<void> {
       : {}),
   });
   metrics.attach(server);
+  warnIfEpochAhead();
   const engine = server.node.engine;
   const history = new StatusHistory({
     grants: () => engine.counters.grants,
