@@ -39,7 +39,20 @@ async function main(): Promise<void> {
   // finishes.
   const log = pino({ name: "lockd", level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   const authFailures = new AuthFailureLog((fields, message) => log.warn(fields, message));
-  const metrics = new LockdMetrics((remote) => authFailures.failed(remote));
+  // A client sending a token this server does not check is accepted (a rollout may give clients
+  // their token first), but it may believe it is protected: said once, counted always.
+  let warnedAuthNotRequired = false;
+  const metrics = new LockdMetrics(
+    (remote) => authFailures.failed(remote),
+    (remote) => {
+      if (warnedAuthNotRequired) return;
+      warnedAuthNotRequired = true;
+      log.warn(
+        { remote },
+        "a client sent an auth token (H), but this server has none: its token is not checked and anyone who reaches the port is served; set --auth-token-file to require it (lockd_auth_not_required_total counts them; this is said once)",
+      );
+    },
+  );
   // Filled by the cluster's events below: the status page's recent changes, /readyz's sync view.
   let server: LockServer | undefined;
   const clusterLog = new ClusterLog(() => server?.node.advertise ?? "this node");

@@ -240,7 +240,8 @@ export class ClientConnection {
       this.#verbs.run(request);
       return;
     }
-    if (this.#ctx.auth !== undefined && !this.#ctx.auth.matches(request.secret)) {
+    if (this.#ctx.auth === undefined) observer.authNotRequired?.(this.remoteAddress);
+    else if (!this.#ctx.auth.matches(request.secret)) {
       this.#refuseSecret();
       return;
     }
