@@ -42,7 +42,13 @@ function exchange(socket: Socket, lines: string[]): Promise<void> {
 
 export async function lockdMemory(): Promise<void> {
   console.log(`\n# memory of a lockd process holding ${KEYS.toLocaleString("en-US")} locks (lockd on cpu 0)`);
-  const served = await startLockd("0", ["--max-keys", String(KEYS + BATCH)]);
+  // One connection holds every key: lift the per-connection quota (default 100000) with the table.
+  const served = await startLockd("0", [
+    "--max-keys",
+    String(KEYS + BATCH),
+    "--max-connection-keys",
+    String(KEYS + BATCH),
+  ]);
   const socket = connect(served.port, "127.0.0.1");
   try {
     await new Promise((resolve) => socket.once("connect", resolve));

@@ -65,7 +65,8 @@ function summary(samples: number[]): Record<string, number> {
 
 async function throughLockd(): Promise<void> {
   console.log(`\n# GET /locks on ${KEYS.toLocaleString("en-US")} held keys (lockd cpu 0)`);
-  const lockd = await startLockd("0", ["--admin", "127.0.0.1:0"]);
+  // One connection holds every key: lift the per-connection quota (default 100000).
+  const lockd = await startLockd("0", ["--admin", "127.0.0.1:0", "--max-connection-keys", String(KEYS)]);
   try {
     const admin = lockd.adminPort!;
     const fillStarted = performance.now();

@@ -67,7 +67,17 @@ const roleChanges = (cluster: LockdCluster) =>
 
 const cluster = await LockdCluster.start({
   nodes: 3,
-  args: ["--heartbeat-interval", "0.1", "--peer-timeout", "0.5", "--max-keys", String(LOCKS + 1000)],
+  args: [
+    "--heartbeat-interval",
+    "0.1",
+    "--peer-timeout",
+    "0.5",
+    "--max-keys",
+    String(LOCKS + 1000),
+    // One connection takes every lock.
+    "--max-connection-keys",
+    String(LOCKS + 1000),
+  ],
 });
 try {
   await cluster.nodes[0]!.waitForServing({ since: 0 });

@@ -2,6 +2,7 @@ import { type LockServer, SecretChecker } from "@lock/server";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { HostPort } from "./address.js";
 import type { ClusterLog } from "./cluster-log.js";
+import { epochAheadStatus } from "./epoch-ahead.js";
 import { listLocks, registerLocksRoute } from "./locks-route.js";
 import type { LockdMetrics } from "./metrics.js";
 import { readiness } from "./readiness.js";
@@ -37,6 +38,8 @@ export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) 
     // A standby issues no tokens: it reports the epoch of the active it follows, and says whose.
     epoch: node.reportedEpoch.toString(),
     epochOf: epochOwner(server),
+    // Set while this node's tokens run ahead of its clock (an epoch file or peer ahead of it).
+    epochAhead: epochAheadStatus(node.epochs.aheadOfClock()),
     uptimeMs: node.uptimeMs,
     connections: server.connectionCount,
     keysHeld: node.engine.keyCount,
@@ -94,6 +97,8 @@ export function nodeReadiness({ server }: AdminDeps) {
   return readiness({
     role: node.role,
     serving: node.serving,
+    heldFor: node.heldFor,
+    holdingUntilMs: node.heldFor === "clock" ? node.epochs.taken?.servesFromMs : undefined,
     peers: server.cluster?.peerStatus(),
     active: node.activeAddress,
     replicaSource: server.cluster?.replicaSource,

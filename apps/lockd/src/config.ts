@@ -183,6 +183,30 @@ const FLAGS = {
     limit: "authTimeoutMs",
     seconds: { minMs: 1 },
   },
+  "max-connection-keys": {
+    env: "LOCKD_MAX_CONNECTION_KEYS",
+    help: "keys one connection holds or has queued acquires for",
+    limit: "maxKeysPerConnection",
+    count: { min: 1 },
+  },
+  "max-unsent-bytes": {
+    env: "LOCKD_MAX_UNSENT_BYTES",
+    help: "reply bytes a client may leave unread before its connection is closed; reading it stops past 1 MiB",
+    limit: "maxUnsentBytes",
+    count: { min: 1 << 20 },
+  },
+  "write-timeout": {
+    env: "LOCKD_WRITE_TIMEOUT",
+    help: "seconds a client may leave over 1 MiB of replies unread before its connection is closed (0: never)",
+    limit: "writeTimeoutMs",
+    seconds: { minMs: 0 },
+  },
+  "max-requests-per-turn": {
+    env: "LOCKD_MAX_REQUESTS_PER_TURN",
+    help: "requests of one connection run before other connections get a turn",
+    limit: "maxRequestsPerTurn",
+    count: { min: 1 },
+  },
 } as const satisfies Record<
   string,
   {

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { EpochStoreError, LockServer } from "@lock/server";
 import { useFastIo } from "@lock/socket-io";
 import { pino } from "pino";
@@ -9,6 +10,7 @@ import { AuthFailureLog } from "./auth-failure-log.js";
 import { ClusterLog } from "./cluster-log.js";
 import { parseConfig, usage } from "./config.js";
 import { checkDataDir } from "./data-dir.js";
+import { epochAheadLog, epochAheadStatus } from "./epoch-ahead.js";
 import { LockdMetrics } from "./metrics.js";
 import { StatusHistory } from "./status-history.js";
 
@@ -39,10 +41,30 @@ async function main(): Promise<void> {
   // finishes.
   const log = pino({ name: "lockd", level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
   const authFailures = new AuthFailureLog((fields, message) => log.warn(fields, message));
-  const metrics = new LockdMetrics((remote) => authFailures.failed(remote));
+  // A client sending a token this server does not check is accepted (a rollout may give clients
+  // their token first), but it may believe it is protected: said once, counted always.
+  let warnedAuthNotRequired = false;
+  const metrics = new LockdMetrics(
+    (remote) => authFailures.failed(remote),
+    (remote) => {
+      if (warnedAuthNotRequired) return;
+      warnedAuthNotRequired = true;
+      log.warn(
+        { remote },
+        "a client sent an auth token (H), but this server has none: its token is not checked and anyone who reaches the port is served; set --auth-token-file to require it (lockd_auth_not_required_total counts them; this is said once)",
+      );
+    },
+  );
   // Filled by the cluster's events below: the status page's recent changes, /readyz's sync view.
   let server: LockServer | undefined;
   const clusterLog = new ClusterLog(() => server?.node.advertise ?? "this node");
+  // At start and at every promotion: an epoch ahead of the clock is served anyway, and said loudly.
+  const warnIfEpochAhead = () => {
+    const ahead = epochAheadStatus(server?.node.epochs.aheadOfClock());
+    if (ahead === null) return;
+    const { fields, message } = epochAheadLog(ahead, join(config.dataDir, "epoch"));
+    log.warn(fields, message);
+  };
 
   // Before the server starts: every socket it serves or dials follows this process-wide choice.
   const directWrites = config.fastIo && useFastIo(true);
@@ -76,6 +98,7 @@ async function main(): Promise<void> {
                 metrics.roleChanged(role);
                 clusterLog.roleChanged(role, reason, epoch);
                 log.info({ role, reason, epoch: epoch.toString() }, "role changed");
+                if (role === "active") warnIfEpochAhead();
               },
               following: (active) => {
                 clusterLog.following(active);
@@ -109,6 +132,7 @@ async function main(): Promise<void> {
       : {}),
   });
   metrics.attach(server);
+  warnIfEpochAhead();
   const engine = server.node.engine;
   const history = new StatusHistory({
     grants: () => engine.counters.grants,

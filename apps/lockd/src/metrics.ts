@@ -18,11 +18,20 @@ export class LockdMetrics implements ServerObserver {
   readonly #roleChanges: Counter<"role">;
   readonly #authFailures: Counter;
   readonly #onAuthFailure: (remoteAddress: string) => void;
+  readonly #authNotRequired: Counter;
+  readonly #onAuthNotRequired: (remoteAddress: string) => void;
   #server: LockServer | undefined;
 
-  /** `onAuthFailure`: also told of each wrong auth secret (lockd logs them, rate-limited). */
-  constructor(onAuthFailure: (remoteAddress: string) => void = () => {}) {
+  /**
+   * `onAuthFailure`: also told of each wrong auth secret (lockd logs them, rate-limited);
+   * `onAuthNotRequired`: of each `H` sent to this server when it has no auth token (lockd warns once).
+   */
+  constructor(
+    onAuthFailure: (remoteAddress: string) => void = () => {},
+    onAuthNotRequired: (remoteAddress: string) => void = () => {},
+  ) {
     this.#onAuthFailure = onAuthFailure;
+    this.#onAuthNotRequired = onAuthNotRequired;
     // prom-client's default metrics are already named process_* and nodejs_*: the prefix is lockd_
     // alone, which gives lockd_process_cpu_user_seconds_total and lockd_nodejs_eventloop_lag_seconds.
     collectDefaultMetrics({ register: this.registry, prefix: "lockd_" });
@@ -61,6 +70,11 @@ export class LockdMetrics implements ServerObserver {
     this.#authFailures = new Counter({
       name: "lockd_auth_failures_total",
       help: "Wrong auth secrets (H); each closes its connection",
+      registers: [this.registry],
+    });
+    this.#authNotRequired = new Counter({
+      name: "lockd_auth_not_required_total",
+      help: "H (auth token) sent to this server, which has no auth token: accepted, checked by no one",
       registers: [this.registry],
     });
     this.#clusterCounter("lockd_promotions_total", "Promotions of this node to active", (c) => c.promotions);
@@ -120,6 +134,16 @@ export class LockdMetrics implements ServerObserver {
       (s) => s.unauthenticatedCount,
     );
     this.#gauge(
+      "lockd_unsent_bytes",
+      "Reply bytes produced and not yet taken by the kernel, all connections (clients that read slowly)",
+      (s) => s.unsentBytes,
+    );
+    this.#gauge(
+      "lockd_connections_backlogged",
+      "Connections not read from because they do not read their replies",
+      (s) => s.backloggedCount,
+    );
+    this.#gauge(
       "lockd_epoch",
       "Current token epoch (on a standby: the epoch of the active it follows)",
       (s) => Number(s.node.reportedEpoch),
@@ -148,6 +172,11 @@ export class LockdMetrics implements ServerObserver {
 
   error(code: ErrorCode): void {
     this.#errors.inc({ code });
+  }
+
+  authNotRequired(remoteAddress: string): void {
+    this.#authNotRequired.inc();
+    this.#onAuthNotRequired(remoteAddress);
   }
 
   authFailed(remoteAddress: string): void {

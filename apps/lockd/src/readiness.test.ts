@@ -17,6 +17,22 @@ describe("readiness", () => {
     expect(readiness({ ...base, serving: false }).ready).toBe(false);
   });
 
+  it("says why an active holds grants, and until when for an epoch ahead of its clock", () => {
+    const base = {
+      role: "active" as const,
+      serving: false,
+      peers: undefined,
+      active: "a:1",
+      replicaSource: undefined,
+    };
+    expect(
+      readiness({ ...base, heldFor: "clock", holdingUntilMs: Date.UTC(2026, 11, 2, 10, 0, 5) }).reason,
+    ).toBe("active but holding grants until 2026-12-02T10:00:05.000Z: its new epoch is ahead of its clock");
+    expect(readiness({ ...base, heldFor: "stall" }).reason).toBe(
+      "active but holding grants: confirming it is still the active after a stall",
+    );
+  });
+
   it("is ready for a standby that holds a live active's snapshot, with its link to it up", () => {
     expect(standby([active, self], "a:1")).toEqual({
       ready: true,

@@ -1,4 +1,4 @@
-import type { NodeRole } from "@lock/server";
+import type { HoldReason, NodeRole } from "@lock/server";
 
 /** A peer as `Cluster.peerStatus()` reports it (the fields readiness reads). */
 export interface PeerView {
@@ -13,6 +13,10 @@ export interface ReadinessInput {
   readonly role: NodeRole;
   /** Active and not holding grants (after a stall, or an epoch ahead of its clock). */
   readonly serving: boolean;
+  /** Why an active holds grants, if it does. */
+  readonly heldFor?: HoldReason | undefined;
+  /** When a hold for the clock ends (wall time, ms since 1970). */
+  readonly holdingUntilMs?: number | undefined;
   /** Undefined for a single node. */
   readonly peers: readonly PeerView[] | undefined;
   /** The active this node follows (itself when active). */
@@ -41,11 +45,7 @@ export function readiness(input: ReadinessInput): Readiness {
   if (role === "active") {
     return input.serving
       ? { ready: true, role, reason: "active and serving" }
-      : {
-          ready: false,
-          role,
-          reason: "active but holding grants (after a stall or an epoch ahead of the clock)",
-        };
+      : { ready: false, role, reason: holdReason(input) };
   }
   if (input.peers === undefined) return { ready: false, role, reason: "not serving" };
   const active = input.active;
@@ -58,4 +58,12 @@ export function readiness(input: ReadinessInput): Readiness {
   if (input.replicaSource !== active)
     return { ready: false, role, reason: `standby: syncing with the active ${active}` };
   return { ready: true, role, reason: `standby in sync with the active ${active}` };
+}
+
+function holdReason({ heldFor, holdingUntilMs }: ReadinessInput): string {
+  if (heldFor === "stall")
+    return "active but holding grants: confirming it is still the active after a stall";
+  if (heldFor === "clock" && holdingUntilMs !== undefined)
+    return `active but holding grants until ${new Date(holdingUntilMs).toISOString()}: its new epoch is ahead of its clock`;
+  return "active but holding grants (after a stall or an epoch ahead of the clock)";
 }

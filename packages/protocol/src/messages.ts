@@ -211,10 +211,14 @@ export const ERROR_CODES = {
   TOO_MANY_UNAUTHENTICATED:
     "a newer connection took this one's slot before it authenticated; the connection is closed",
   TOO_MANY_KEYS: "the server is at its limit of keys held or queued for",
+  TOO_MANY_CONNECTION_KEYS:
+    "this connection holds or has queued acquires for as many keys as the server allows one connection",
   NOT_OWNER:
     "the token holds the key, but the request neither came on the connection that was granted it nor carried the acquire's request id; nothing changed",
   IDLE_TIMEOUT: "the connection was idle too long; it is closed",
   AUTH_TIMEOUT: "the connection did not authenticate in time; it is closed",
+  SLOW_READER:
+    "the client left too many replies unread, or unread for too long; the connection is closed at once",
   NO_ACTIVE:
     "this node is a standby that knows no active yet, or an active confirming its role or waiting for its new epoch; retry shortly (retryable)",
   SHUTTING_DOWN: "the server is shutting down; retry on another node (retryable)",
@@ -240,6 +244,7 @@ export const FATAL_CODES: ReadonlySet<ErrorCode> = new Set([
   "IDLE_TIMEOUT",
   "AUTH_TIMEOUT",
   "AUTH_FAILED",
+  "SLOW_READER",
   "PEER_NOT_AUTHENTICATED",
   "PEER_AUTH_FAILED",
   "PEER_PROTOCOL_ERROR",

@@ -42,6 +42,23 @@ export interface ServerLimits {
   readonly authFailureDelayMs: number;
   /** Bytes of replies buffered for a slow reader before the server stops reading its requests. */
   readonly writeHighWaterBytes: number;
+  /**
+   * Bytes of replies a connection may leave unread in all: past it the connection is closed at once
+   * (`SLOW_READER`). At least `writeHighWaterBytes`.
+   */
+  readonly maxUnsentBytes: number;
+  /**
+   * A connection whose replies passed `writeHighWaterBytes` and have not all been written within
+   * this time is closed (`SLOW_READER`), even with acquires queued. 0 = never.
+   */
+  readonly writeTimeoutMs: number;
+  /**
+   * Requests of one connection run in one event-loop turn; the rest wait for the next turn, so one
+   * client's pipeline cannot hold up other connections and timers. At least 1.
+   */
+  readonly maxRequestsPerTurn: number;
+  /** Keys one connection holds or has queued acquires for (`TOO_MANY_CONNECTION_KEYS`). */
+  readonly maxKeysPerConnection: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -60,6 +77,10 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   authTimeoutMs: 10_000,
   authFailureDelayMs: 100,
   writeHighWaterBytes: 1 << 20,
+  maxUnsentBytes: 8 << 20,
+  writeTimeoutMs: 30_000,
+  maxRequestsPerTurn: 1024,
+  maxKeysPerConnection: 100_000,
 });
 
 /**
@@ -75,6 +96,7 @@ const DURATIONS = [
   "idleTimeoutMs",
   "authTimeoutMs",
   "authFailureDelayMs",
+  "writeTimeoutMs",
 ] as const;
 
 /**
@@ -95,6 +117,12 @@ export function resolveLimits(overrides: Partial<ServerLimits> = {}): ServerLimi
     if (limits[name] > TIMER_MAX_MS) {
       throw new RangeError(`limit ${name} must be at most ${TIMER_MAX_MS} ms, got ${limits[name]}`);
     }
+  }
+  if (limits.maxRequestsPerTurn < 1) throw new RangeError("limit maxRequestsPerTurn must be at least 1");
+  if (limits.maxUnsentBytes < limits.writeHighWaterBytes) {
+    throw new RangeError(
+      `limit maxUnsentBytes (${limits.maxUnsentBytes}) must be at least writeHighWaterBytes (${limits.writeHighWaterBytes})`,
+    );
   }
   checkLimits(limits);
   return limits;

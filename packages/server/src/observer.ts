@@ -16,6 +16,11 @@ export interface ServerObserver {
    * `host:port`, an IPv6 host in brackets. The secret itself is never passed, so it cannot reach a log.
    */
   authFailed(remoteAddress: string): void;
+  /**
+   * A connection sent `H` to a server without an auth token: accepted (a client may be given its
+   * token before the server requires one), but its token is checked by no one: lockd warns.
+   */
+  authNotRequired?(remoteAddress: string): void;
 }
 
 export const NO_OBSERVER: ServerObserver = {

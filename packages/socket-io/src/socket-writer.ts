@@ -74,7 +74,13 @@ export class SocketWriter {
     const socket = this.#socket;
     if (socket.writableEnded || socket.destroyed) return true;
     const handle = this.#directHandle();
-    if (handle === undefined) return socket.write(text) && this.#queued === 0;
+    if (handle === undefined) {
+      // Behind a write in progress the stream keeps what it is given until the kernel takes it.
+      // Handed over as a Buffer, that is exactly its bytes, outside the heap; a string built by
+      // concatenation would keep every piece and joint on the heap, several times its size.
+      const chunk = socket.writableLength > 0 ? Buffer.from(text, "utf8") : text;
+      return socket.write(chunk) && this.#queued === 0;
+    }
     const internals = this.#internals!;
     const request = spareRequest ?? internals.newRequest();
     spareRequest = undefined;

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { composeEpoch, epochRound } from "@lock/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import { EpochFile } from "../store/epoch-file.js";
-import { EpochKeeper } from "./epoch-keeper.js";
-import { clockRound, ROUND_ORIGIN_MS } from "./epoch-plan.js";
+import { EpochKeeper, longestHoldMs } from "./epoch-keeper.js";
+import { clockRound, MAX_LEAD_ROUNDS, ROUND_ORIGIN_MS, roundStartMs } from "./epoch-plan.js";
 import { EpochStoreError, MemoryEpochStore } from "./epoch-store.js";
 
 const NOW = ROUND_ORIGIN_MS + 5_000_000_000;
@@ -51,7 +51,32 @@ describe("EpochKeeper", () => {
     const store = new MemoryEpochStore(composeEpoch(clockRound(NOW) + 3_600n, 0));
     const plan = keeper(store).take(true);
     expect(epochRound(plan.epoch)).toBe(clockRound(NOW) + 3_600n); // node 1 above node 0 in that round
-    expect(plan.serveFromMs - NOW).toBeLessThanOrEqual(2 * 500 + 4_000);
+    expect(plan.serveFromMs - NOW).toBeLessThanOrEqual(longestHoldMs(500));
+    expect(longestHoldMs(500)).toBe(2 * 500 + 4_000);
+  });
+
+  it("reports an epoch taken further ahead of the clock than a hold covers, until the clock catches up", () => {
+    let now = NOW;
+    const store = new MemoryEpochStore(composeEpoch(clockRound(NOW) + 3_600n, 0));
+    const epochs = keeper(store, () => now);
+    expect(epochs.aheadOfClock()).toBeUndefined();
+    const plan = epochs.take(true);
+    const ahead = epochs.aheadOfClock();
+    expect(ahead).toEqual({
+      epoch: plan.epoch,
+      takenAtMs: NOW,
+      servesFromMs: plan.serveFromMs,
+      clockCatchesUpMs: roundStartMs(clockRound(NOW) + 3_600n - MAX_LEAD_ROUNDS),
+    });
+    now = ahead!.clockCatchesUpMs;
+    expect(epochs.aheadOfClock()).toBeUndefined();
+  });
+
+  it("does not report a lone start, whose hold covers its lead", () => {
+    const epochs = keeper(new MemoryEpochStore());
+    epochs.take(false);
+    expect(epochs.taken!.servesFromMs).toBe(epochs.taken!.clockCatchesUpMs);
+    expect(epochs.aheadOfClock()).toBeUndefined();
   });
 });
 

@@ -22,6 +22,20 @@ export interface EpochKeeperOptions {
 export type LearnOutcome = "known" | "raised" | "implausible";
 
 /**
+ * The last epoch taken and when it may grant. An epoch whose round runs further ahead of the clock
+ * than the lead invariant allows (an epoch file or a peer's epoch ahead of this machine's clock)
+ * does not hold the node until the clock catches up: it serves from `servesFromMs`, at most one
+ * lone-start wait after it was taken, and its tokens run ahead of the clock until
+ * `clockCatchesUpMs` (wall times, ms since 1970).
+ */
+export interface TakenEpoch {
+  readonly epoch: bigint;
+  readonly takenAtMs: number;
+  readonly servesFromMs: number;
+  readonly clockCatchesUpMs: number;
+}
+
+/**
  * The highest epoch this node has taken or heard of, kept durably: a node that restarts starts
  * above everything it ever heard, not just above what it took itself. Every epoch a node learns
  * (heartbeats, snapshots, the replication stream) goes through `learn`, which stores it before the
@@ -36,6 +50,7 @@ export class EpochKeeper {
   readonly #wallNow: () => number;
   readonly #maxClockSkewMs: number;
   #highest: bigint;
+  #taken: TakenEpoch | undefined;
 
   constructor(options: EpochKeeperOptions) {
     this.nodeId = options.nodeId;
@@ -51,6 +66,21 @@ export class EpochKeeper {
       );
     }
     this.#highest = stored;
+  }
+
+  /** The last epoch this node took, and when it may grant from it. */
+  get taken(): TakenEpoch | undefined {
+    return this.#taken;
+  }
+
+  /**
+   * The last epoch taken when its round is ahead of the clock by more than the lead invariant
+   * allows, until the clock catches up: operators see it (lockd logs it, /status shows it).
+   */
+  aheadOfClock(): TakenEpoch | undefined {
+    const taken = this.#taken;
+    if (taken === undefined || taken.clockCatchesUpMs <= taken.servesFromMs) return undefined;
+    return this.#wallNow() < taken.clockCatchesUpMs ? taken : undefined;
   }
 
   /** The highest epoch taken or heard of; heartbeats carry it. */
@@ -86,7 +116,17 @@ export class EpochKeeper {
     });
     this.#store.write(plan.epoch);
     this.#highest = plan.epoch;
-    const longestWait = 2 * this.#maxClockSkewMs + Number(MAX_LEAD_ROUNDS + 2n) * ROUND_MS;
-    return { epoch: plan.epoch, serveFromMs: Math.min(plan.serveFromMs, now + longestWait) };
+    const servesFromMs = Math.min(plan.serveFromMs, now + longestHoldMs(this.#maxClockSkewMs));
+    this.#taken = { epoch: plan.epoch, takenAtMs: now, servesFromMs, clockCatchesUpMs: plan.serveFromMs };
+    return { epoch: plan.epoch, serveFromMs: servesFromMs };
   }
+}
+
+/**
+ * The longest a node holds grants after taking an epoch (`NO_ACTIVE` to clients): a lone restart
+ * waits about 2 × skew + 1 s, an epoch a few rounds ahead after promotions in quick succession a
+ * little longer; never more than this, however far ahead the round (docs/protocol.md).
+ */
+export function longestHoldMs(maxClockSkewMs: number): number {
+  return 2 * maxClockSkewMs + Number(MAX_LEAD_ROUNDS + 2n) * ROUND_MS;
 }

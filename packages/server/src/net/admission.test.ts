@@ -5,10 +5,17 @@ import { Admission } from "./admission.js";
 function harness(maxConnections: number, maxUnauthenticated: number) {
   const open = new Set<string>();
   const evicted: string[] = [];
+  const destroyed: string[] = [];
   const admission = new Admission<string>(
     { maxConnections, maxUnauthenticated },
     () => open.size,
-    (name) => evicted.push(name),
+    (name, immediately) => {
+      evicted.push(name);
+      if (immediately) {
+        destroyed.push(name);
+        open.delete(name);
+      }
+    },
   );
   const connect = (name: string, mustAuthenticate = true): boolean => {
     if (!admission.admit(mustAuthenticate)) return false;
@@ -20,7 +27,7 @@ function harness(maxConnections: number, maxUnauthenticated: number) {
     open.delete(name);
     admission.settled(name);
   };
-  return { admission, evicted, connect, close };
+  return { admission, evicted, destroyed, connect, close };
 }
 
 describe("Admission", () => {
@@ -53,5 +60,16 @@ describe("Admission", () => {
     // b is still closing and a and c hold the rest: nothing left to take.
     expect(connect("d")).toBe(false);
     expect(evicted).toEqual(["b"]);
+  });
+
+  it("frees an evicted slot at once when every slot is taken, so a flood never holds more than the cap", () => {
+    const { connect, evicted, destroyed } = harness(3, 2);
+    connect("a");
+    connect("b");
+    expect(connect("c")).toBe(true); // the unauthenticated slots are full: a may linger to read its error
+    expect(destroyed).toEqual([]);
+    for (let i = 0; i < 100; i++) expect(connect(`flood${i}`)).toBe(true);
+    expect(evicted).toHaveLength(101);
+    expect(destroyed).toHaveLength(100); // every one of those made room under maxConnections
   });
 });

@@ -17,3 +17,29 @@ export function endWithLinger(socket: Socket): void {
   linger.unref();
   socket.once("close", () => clearTimeout(linger));
 }
+
+/**
+ * Bounds how many refused sockets (no slot, or the server stopping) linger at once. Past `max`, a
+ * refusal is destroyed right after its error line reached the kernel: a flood against a server
+ * whose slots are all taken by authenticated clients then cannot hold descriptors either.
+ */
+export class LingerBudget {
+  readonly #max: number;
+  #lingering = 0;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  end(socket: Socket): void {
+    if (this.#lingering >= this.#max) {
+      socket.destroy();
+      return;
+    }
+    this.#lingering += 1;
+    socket.once("close", () => {
+      this.#lingering -= 1;
+    });
+    endWithLinger(socket);
+  }
+}

@@ -14,13 +14,14 @@ import {
   RequestDecoder,
   type RequestOp,
 } from "@lock/protocol";
-import { SocketWriter } from "@lock/socket-io";
 import type { Cluster } from "../cluster/cluster.js";
 import { PeerSession } from "../cluster/peer-session.js";
 import type { SecretChecker } from "./auth.js";
 import { endWithLinger } from "./close.js";
 import { LockVerbs, type VerbContext } from "./lock-verbs.js";
 import type { ListenerHandshake } from "./peer-auth.js";
+import { ReplyOutput } from "./reply-output.js";
+import { RequestIntake } from "./request-intake.js";
 
 /** What every connection shares: the node, the limits and the server-wide facts for `I`. */
 export interface ConnectionContext extends VerbContext {
@@ -39,9 +40,14 @@ export interface ConnectionContext extends VerbContext {
  * replies in batches (one socket write per event-loop turn). Replies to queued acquires arrive
  * later through `AcquireSink`, in any order relative to other replies.
  *
- * Backpressure: when the client stops reading and the unsent replies pass `writeHighWaterBytes`,
- * the connection stops reading requests until the socket drains, so a client that never reads
- * cannot grow the server's memory.
+ * Turns: at most `maxRequestsPerTurn` requests run in one event-loop turn; the rest of the bytes
+ * wait (reading paused) for the next turn, so one client's pipeline cannot hold up the others.
+ *
+ * Backpressure: when the client stops reading and the unsent replies pass `writeHighWaterBytes`
+ * (checked between parts of a chunk, not only after it), the connection stops running and reading
+ * requests until the socket drains, so a client that never reads cannot grow the server's memory.
+ * Unsent replies past `maxUnsentBytes`, or not all written within `writeTimeoutMs` of passing the
+ * mark, close the connection at once (`SLOW_READER`), queued acquires included.
  *
  * Peer links arrive on the same port. A connection becomes one only through the peer handshake
  * (`ListenerHandshake`), begun before it ran any verb but `H`; from then on its frames go to its
@@ -51,20 +57,16 @@ export interface ConnectionContext extends VerbContext {
  */
 export class ClientConnection {
   readonly #socket: Socket;
-  readonly #writer: SocketWriter;
+  readonly #output: ReplyOutput;
+  /** Runs the client's requests in turns (RequestIntake). */
+  readonly #intake: RequestIntake;
   readonly #ctx: ConnectionContext;
   readonly #decoder: RequestDecoder;
   /** The lock verbs, with this connection's queued acquires. */
   readonly #verbs: LockVerbs;
   #authenticated: boolean;
-  #out = "";
-  #flushScheduled = false;
-  /** Inside `receive()`, which writes everything at its end: no tick needs scheduling meanwhile. */
-  #receiving = false;
   #closing = false;
   #closed = false;
-  /** Reading stopped because unsent replies passed the high-water mark. */
-  #writesBacklogged = false;
   /** Reading stopped for a handoff (`pauseReading`). */
   #readingPaused = false;
   #authTimer: NodeJS.Timeout | undefined;
@@ -86,7 +88,30 @@ export class ClientConnection {
     this.#verbs = new LockVerbs(ctx, (reply) => this.#send(reply), this.remoteAddress);
     this.#authenticated = ctx.auth === undefined;
     socket.setNoDelay(true);
-    this.#writer = new SocketWriter(socket, () => this.#drained());
+    this.#output = new ReplyOutput(socket, ctx.limits, {
+      backlogged: () => socket.pause(),
+      drained: () => {
+        if (!this.#readingPaused) this.#intake.resume();
+      },
+      slowReader: (reason) => this.#closeSlowReader(reason),
+    });
+    this.#intake = new RequestIntake(socket, ctx.limits.maxRequestsPerTurn, {
+      // After a stall this process may have been replaced as the active: check before serving a byte.
+      beginRun: () => {
+        this.#ctx.cluster?.guardStall();
+        this.#output.hold(true);
+      },
+      runPart: (part) => this.#runPart(part),
+      endRun: () => {
+        this.#peerLink?.flushAcks();
+        this.#ctx.node.afterRequests();
+        this.#output.hold(false);
+        // One write for the whole run now rather than a tick later: one hop less per round trip.
+        this.#output.flush();
+      },
+      closing: () => this.#closing || this.#closed,
+      held: () => this.#output.backlogged || this.#readingPaused,
+    });
     if (reads === "events") socket.on("data", (chunk: Buffer) => this.receive(chunk));
     socket.on("error", () => {
       // A reset or broken pipe: 'close' follows and cleans up.
@@ -110,6 +135,16 @@ export class ClientConnection {
     return this.#verbs.pending;
   }
 
+  /** Reply bytes produced and not yet handed to the kernel (0 once closed). */
+  get unsentBytes(): number {
+    return this.#closed ? 0 : this.#output.unsentBytes;
+  }
+
+  /** Reading stopped because the client does not read its replies. */
+  get backlogged(): boolean {
+    return this.#output.backlogged;
+  }
+
   /** `host:port`, an IPv6 host in brackets (`[::1]:41000`) as in `--listen`, so it splits again. */
   get remoteAddress(): string {
     return formatAddress(this.#socket.remoteAddress ?? "unknown", this.#socket.remotePort ?? 0);
@@ -123,13 +158,26 @@ export class ClientConnection {
     if (this.#closing) return;
     this.#verbs.failPending(code, message);
     this.#closing = true;
-    this.#flush();
+    this.#output.flush();
     this.#socket.end();
   }
 
   /** Sends a connection-level error line (`E ? - <code>`), then closes (the server evicting it). */
   closeWithError(code: ErrorCode, message: string): void {
     this.#fail("?", "-", undefined, code, message);
+  }
+
+  /**
+   * A newer connection took this unauthenticated one's slot (Admission). `immediately`: the slot is
+   * needed now, so the socket is destroyed right after the error line is handed to the kernel
+   * instead of lingering for the client's close.
+   */
+  evict(immediately: boolean): void {
+    this.closeWithError(
+      "TOO_MANY_UNAUTHENTICATED",
+      "a newer connection took this slot before this one authenticated",
+    );
+    if (immediately) this.#socket.destroy();
   }
 
   /** Closes at once, without replies (server stop after the shutdown grace). */
@@ -146,7 +194,7 @@ export class ClientConnection {
 
   resumeReading(): void {
     this.#readingPaused = false;
-    if (!this.#writesBacklogged) this.#socket.resume();
+    if (!this.#output.backlogged) this.#intake.resume();
   }
 
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
@@ -156,28 +204,24 @@ export class ClientConnection {
 
   /** Bytes read from the client; `chunk` is only valid during the call. */
   receive(chunk: Buffer): void {
-    if (this.#closing) return;
-    // After a stall this process may have been replaced as the active: check before serving a byte.
-    this.#ctx.cluster?.guardStall();
-    this.#receiving = true;
-    try {
-      const frames = this.#decoder.push(chunk);
-      // Only complete lines keep a connection from idling out: a line trickled a byte at a time
-      // (slowloris) must still end within the idle timeout.
-      if (frames.length > 0) this.#heard = true;
-      for (const frame of frames) {
-        if (this.#closing) break;
-        if (isDecodeError(frame)) this.#replyDecodeError(frame);
-        else if (isPeerFrame(frame)) this.#handlePeerFrame(frame);
-        else this.#handle(frame);
-      }
-      this.#peerLink?.flushAcks();
-      this.#ctx.node.afterRequests();
-    } finally {
-      this.#receiving = false;
+    if (!this.#closing) this.#intake.receive(chunk);
+  }
+
+  /** Decodes and runs the requests of one part of a read (RequestIntake); returns the frames run. */
+  #runPart(part: Buffer): number {
+    const frames = this.#decoder.push(part);
+    // Only complete lines keep a connection from idling out: a line trickled a byte at a time
+    // (slowloris) must still end within the idle timeout.
+    if (frames.length > 0) this.#heard = true;
+    for (const frame of frames) {
+      if (this.#closing) break;
+      if (isDecodeError(frame)) this.#replyDecodeError(frame);
+      else if (isPeerFrame(frame)) this.#handlePeerFrame(frame);
+      else this.#handle(frame);
     }
-    // Answer the whole chunk with one write now rather than a tick later: one hop less per round trip.
-    this.#flush();
+    // Large replies (`I`, long keys) back up within a read: write them before running more.
+    if (this.#output.queuedLength > this.#ctx.limits.writeHighWaterBytes) this.#output.flush();
+    return frames.length;
   }
 
   #handle(request: Request): void {
@@ -198,7 +242,8 @@ export class ClientConnection {
       this.#verbs.run(request);
       return;
     }
-    if (this.#ctx.auth !== undefined && !this.#ctx.auth.matches(request.secret)) {
+    if (this.#ctx.auth === undefined) observer.authNotRequired?.(this.remoteAddress);
+    else if (!this.#ctx.auth.matches(request.secret)) {
       this.#refuseSecret();
       return;
     }
@@ -227,7 +272,7 @@ export class ClientConnection {
     this.#clearAuthTimer();
     this.#authTimer = setTimeout(() => {
       this.#error(op, "-", undefined, code, message);
-      this.#flush();
+      this.#output.flush();
       // Read again (and drop) so a client that closes first is noticed at once.
       this.#socket.resume();
       endWithLinger(this.#socket);
@@ -262,7 +307,7 @@ export class ClientConnection {
     const step = this.#handshake.step(frame);
     switch (step.kind) {
       case "challenge":
-        this.#queue(step.line);
+        this.#output.queue(step.line);
         if (this.#authTimer === undefined && this.#ctx.limits.authTimeoutMs > 0) {
           this.#authTimer = setTimeout(
             () => this.#fail("?", "-", undefined, "AUTH_TIMEOUT", "no peer proof before the auth timeout"),
@@ -272,13 +317,13 @@ export class ClientConnection {
         return;
       case "authenticated":
         this.#clearAuthTimer();
-        this.#queue(step.line);
+        this.#output.queue(step.line);
         this.#peerLink = new PeerSession(
           step.node,
           cluster,
           {
             send: (line) => {
-              if (!this.#closed) this.#queue(line);
+              if (!this.#closed) this.#output.queue(line);
             },
             drop: (message) => this.#fail("?", "-", undefined, "PEER_PROTOCOL_ERROR", message),
             close: () => this.#socket.destroy(),
@@ -328,7 +373,7 @@ export class ClientConnection {
     this.#error(op, key, id, code, message);
     this.#verbs.close();
     this.#closing = true;
-    this.#flush();
+    this.#output.flush();
     endWithLinger(this.#socket);
   }
 
@@ -349,43 +394,31 @@ export class ClientConnection {
 
   #send(reply: Reply): void {
     if (this.#closed) return;
-    this.#queue(encodeReply(reply));
-    if (reply.kind === "E" && FATAL_CODES.has(reply.code)) this.#flush();
+    this.#output.queue(encodeReply(reply));
+    if (reply.kind === "E" && FATAL_CODES.has(reply.code)) this.#output.flush();
   }
 
-  /** Adds to the next write: at the end of `receive()` if inside it, else at the end of this tick. */
-  #queue(text: string): void {
-    this.#out += text;
-    if (this.#flushScheduled || this.#receiving) return;
-    this.#flushScheduled = true;
-    process.nextTick(this.#flush);
-  }
-
-  readonly #flush = (): void => {
-    this.#flushScheduled = false;
-    if (this.#out.length === 0 || this.#closed) return;
-    const out = this.#out;
-    this.#out = "";
-    // Only a write that returned false is followed by a drain, so only then may reading stop.
-    const backlog =
-      !this.#writer.write(out) && this.#writer.queuedBytes > this.#ctx.limits.writeHighWaterBytes;
-    if (backlog && !this.#writesBacklogged) {
-      this.#writesBacklogged = true;
-      this.#socket.pause();
-    }
-  };
-
-  /** Every reply written so far has reached the kernel. */
-  #drained(): void {
-    if (!this.#writesBacklogged) return;
-    this.#writesBacklogged = false;
-    if (!this.#readingPaused) this.#socket.resume();
+  /**
+   * A client that does not read its replies: closed at once, without waiting for them to be sent
+   * (they never would be), so its memory is freed now. Its queued acquires are withdrawn; the
+   * error line is queued last, and the client sees it only if it reads everything before it.
+   */
+  #closeSlowReader(message: string): void {
+    if (this.#closed || this.#socket.destroyed) return;
+    this.#closing = true;
+    this.#intake.drop();
+    this.#verbs.close();
+    this.#ctx.node.observer.error("SLOW_READER");
+    this.#output.writeLast(encodeReply({ kind: "E", op: "?", key: "-", code: "SLOW_READER", message }));
+    this.#socket.destroy();
   }
 
   #onClose(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#clearAuthTimer();
+    this.#output.stop();
+    this.#intake.drop();
     this.#verbs.close();
     this.#ctx.onClose(this);
   }

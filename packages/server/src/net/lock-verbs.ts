@@ -2,6 +2,7 @@ import type { ErrorCode, Reply, Request, RequestOp } from "@lock/protocol";
 import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
+import { ConnectionKeys } from "./connection-keys.js";
 
 /** What the lock verbs of every connection share: the node, the limits, the facts `I` reports. */
 export interface VerbContext {
@@ -20,12 +21,14 @@ export type LockRequest = Exclude<Request, { op: "H" }>;
  * relative to other replies. The net layer's ClientConnection wraps it around a socket; the cluster
  * simulator drives it directly.
  *
- * Counts the session's queued acquires (`pending`), bounded by `maxPendingPerConnection`.
+ * Counts the session's queued acquires (`pending`), bounded by `maxPendingPerConnection`, and
+ * keeps its held keys plus queued acquires within `maxKeysPerConnection` (ConnectionKeys).
  */
 export class LockVerbs implements AcquireSink {
   readonly #ctx: VerbContext;
   readonly #session: Session<AcquireSink>;
   readonly #send: (reply: Reply) => void;
+  readonly #keys: ConnectionKeys;
   #pending = 0;
 
   /** `label`: who the session is (the client's address), shown as a key's holder by `/locks`. */
@@ -33,6 +36,8 @@ export class LockVerbs implements AcquireSink {
     this.#ctx = ctx;
     this.#send = send;
     this.#session = ctx.node.engine.openSession(label);
+    const clock = ctx.node.clock;
+    this.#keys = new ConnectionKeys(() => clock.now());
   }
 
   /** Queued acquires of this session. */
@@ -42,6 +47,7 @@ export class LockVerbs implements AcquireSink {
 
   granted(key: string, token: bigint, id: string | undefined): void {
     this.#pending -= 1;
+    this.#keys.granted(key, token);
     this.#send({ kind: "A", key, token, id });
   }
 
@@ -112,6 +118,7 @@ export class LockVerbs implements AcquireSink {
           this.error("A", key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
           return;
         }
+        if (!this.#withinKeyQuota("A", key, id)) return;
         const outcome = engine.acquire(this.#session, {
           key,
           leaseMs: request.leaseMs,
@@ -121,6 +128,7 @@ export class LockVerbs implements AcquireSink {
         });
         if (outcome.status === "granted") {
           if (!outcome.replayed) observer.granted(0);
+          this.#keys.granted(key, outcome.token);
           this.#send({ kind: "A", key, token: outcome.token, id });
         } else if (outcome.status === "queued") {
           this.#pending += 1;
@@ -141,9 +149,11 @@ export class LockVerbs implements AcquireSink {
       case "Y": {
         const { key, id } = request;
         if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
+        if (!this.#withinKeyQuota("Y", key, id)) return;
         const outcome = engine.tryAcquire(key, request.leaseMs, id, this.#session);
         if (outcome.status === "granted") {
           if (!outcome.replayed) observer.granted(0);
+          this.#keys.granted(key, outcome.token);
           this.#send({ kind: "Y", key, token: outcome.token, id });
         } else if (outcome.status === "busy") {
           this.#send({ kind: "N", key, id });
@@ -153,7 +163,9 @@ export class LockVerbs implements AcquireSink {
       case "R": {
         const { key, token, id } = request;
         if (!this.#provesOwnership("R", key, token, id)) return;
-        this.#send({ kind: "R", key, released: engine.release(key, token) });
+        const released = engine.release(key, token);
+        if (released) this.#keys.released(key, token);
+        this.#send({ kind: "R", key, released });
         return;
       }
       case "X": {
@@ -193,6 +205,33 @@ export class LockVerbs implements AcquireSink {
       id === undefined
         ? "this connection was not granted the key: send the acquire's request id"
         : "the request id is not the one the key was granted to",
+    );
+    return false;
+  }
+
+  /**
+   * Whether this connection may take one more key: held keys plus queued acquires stay within
+   * `maxKeysPerConnection` (a key it already holds is no new key). Answers TOO_MANY_CONNECTION_KEYS if not.
+   */
+  #withinKeyQuota(op: "A" | "Y", key: string, id: string | undefined): boolean {
+    const quota = this.#ctx.limits.maxKeysPerConnection;
+    const engine = this.#ctx.node.engine;
+    const session = this.#session;
+    if (
+      this.#keys.has(key) ||
+      this.#keys.admits(
+        this.#pending,
+        quota,
+        (held, token) => engine.ownership(held, token, session, undefined) === "holder",
+      )
+    )
+      return true;
+    this.error(
+      op,
+      key,
+      id,
+      "TOO_MANY_CONNECTION_KEYS",
+      `this connection holds or awaits ${quota} keys, its limit`,
     );
     return false;
   }

@@ -1,5 +1,5 @@
 import { createServer as createTcpServer, type Server, type Socket } from "node:net";
-import { createServer as createTlsServer } from "node:tls";
+import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import { TimerQueue } from "@lock/deadline-heap";
 import { encodeReply, formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { readIntoSharedBuffer } from "@lock/socket-io";
@@ -14,12 +14,15 @@ import { LockNode } from "../node.js";
 import type { ServerObserver } from "../observer.js";
 import { Admission } from "./admission.js";
 import { SecretChecker } from "./auth.js";
-import { endWithLinger } from "./close.js";
+import { LingerBudget } from "./close.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
 import { PeerKey } from "./peer-auth.js";
+import { type PendingHandshake, TlsHandshakes, tlsHandshakeTimeoutMs } from "./tls-handshakes.js";
 
 /** How long a peer link's handshake may take (at least one peer timeout) before the link redials. */
 const PEER_HANDSHAKE_TIMEOUT_MS = 2_000;
+/** Refused sockets that may wait for the client's close at once; more are destroyed at once. */
+const MAX_LINGERING_REFUSALS = 64;
 /** Unsent bytes after which a slow peer's link is dropped (it resyncs with a snapshot). */
 const PEER_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 
@@ -87,7 +90,10 @@ export class LockServer {
   readonly limits: ServerLimits;
   readonly #server: Server;
   readonly #connections = new Set<ClientConnection>();
-  readonly #admission: Admission<ClientConnection>;
+  readonly #admission: Admission<ClientConnection | PendingHandshake>;
+  /** TLS connections accepted whose handshake has not finished (counted like connections). */
+  readonly #handshakes = new TlsHandshakes();
+  readonly #refusals = new LingerBudget(MAX_LINGERING_REFUSALS);
   /** Set when this server is a cluster node. */
   cluster: Cluster | undefined;
   #closing: Promise<void> | undefined;
@@ -97,14 +103,10 @@ export class LockServer {
     this.node = node;
     this.#server = server;
     this.limits = limits;
-    this.#admission = new Admission(
+    this.#admission = new Admission<ClientConnection | PendingHandshake>(
       limits,
-      () => this.#connections.size,
-      (connection) =>
-        connection.closeWithError(
-          "TOO_MANY_UNAUTHENTICATED",
-          "a newer connection took this slot before this one authenticated",
-        ),
+      () => this.#connections.size + this.#handshakes.size,
+      (unproved, immediately) => unproved.evict(immediately),
     );
   }
 
@@ -112,7 +114,11 @@ export class LockServer {
     const limits = resolveLimits(options.limits);
     const host = options.host ?? "127.0.0.1";
     const server = options.tls
-      ? createTlsServer({ cert: options.tls.cert, key: options.tls.key })
+      ? createTlsServer({
+          cert: options.tls.cert,
+          key: options.tls.key,
+          handshakeTimeout: tlsHandshakeTimeoutMs(limits.authTimeoutMs),
+        })
       : // Paused on accept: with the fast paths on (`useFastIo`, lockd's --fast-io) each connection
         // moves to a socket that reads into a shared buffer; otherwise it is resumed as it is.
         createTcpServer({ pauseOnConnect: true });
@@ -170,6 +176,20 @@ export class LockServer {
     return this.#connections.size;
   }
 
+  /** Reply bytes waiting for slow readers, over every connection (a gauge; walks the connections). */
+  get unsentBytes(): number {
+    let total = 0;
+    for (const connection of this.#connections) total += connection.unsentBytes;
+    return total;
+  }
+
+  /** Connections not read from because they do not read their replies. */
+  get backloggedCount(): number {
+    let count = 0;
+    for (const connection of this.#connections) if (connection.backlogged) count += 1;
+    return count;
+  }
+
   /** Connections that have not authenticated yet (always 0 without an auth token). */
   get unauthenticatedCount(): number {
     return this.#admission.unauthenticatedCount;
@@ -214,26 +234,56 @@ export class LockServer {
       );
       this.#idleSweep.unref();
     }
-    const event = options.tls ? "secureConnection" : "connection";
-    this.#server.on(event, (socket: Socket) => {
-      if (this.#closing) {
-        refuse(socket, "SHUTTING_DOWN", this.node.observer);
-        return;
-      }
-      if (!this.#admission.admit(auth !== undefined)) {
-        refuse(socket, "TOO_MANY_CONNECTIONS", this.node.observer);
-        return;
-      }
-      const connection = this.#connect(socket, ctx, event === "connection");
-      this.#connections.add(connection);
-      if (auth !== undefined) this.#admission.awaitingAuthentication(connection);
-    });
-    // TLS handshake failures and the like concern one socket, never the server.
-    this.#server.on("tlsClientError", () => {});
+    if (options.tls) this.#acceptTls(ctx);
+    else
+      this.#server.on("connection", (socket: Socket) => {
+        if (this.#closing) this.#refuse(socket, "SHUTTING_DOWN");
+        else if (!this.#admission.admit(auth !== undefined)) this.#refuse(socket, "TOO_MANY_CONNECTIONS");
+        else this.#serve(this.#connectTcp(socket, ctx), ctx);
+      });
   }
 
-  #connect(socket: Socket, ctx: ConnectionContext, plainTcp: boolean): ClientConnection {
-    if (!plainTcp) return new ClientConnection(socket, ctx);
+  /**
+   * TLS: a connection is counted and capped from its TCP accept, before its handshake, and until
+   * the handshake ends it can be evicted like an unauthenticated one (nothing can be said to it
+   * before TLS: it is destroyed). The handshake times out after at most `--auth-timeout`.
+   */
+  #acceptTls(ctx: ConnectionContext): void {
+    this.#server.on("connection", (raw: Socket) => {
+      // Nothing can be said before TLS: a socket that gets no slot is destroyed (and counted).
+      if (this.#closing || raw.remoteAddress === undefined) {
+        raw.destroy();
+        return;
+      }
+      if (!this.#admission.admit(true)) {
+        this.node.observer.error("TOO_MANY_CONNECTIONS");
+        raw.destroy();
+        return;
+      }
+      const handshake = this.#handshakes.accepted(raw, (gone) => this.#admission.settled(gone));
+      this.#admission.awaitingAuthentication(handshake);
+    });
+    this.#server.on("secureConnection", (socket: TLSSocket) => {
+      const handshake = this.#handshakes.finished(socket);
+      if (handshake === undefined) {
+        socket.destroy(); // evicted, or closed, during the handshake
+        return;
+      }
+      this.#admission.settled(handshake);
+      if (this.#closing) this.#refuse(socket, "SHUTTING_DOWN");
+      else this.#serve(new ClientConnection(socket, ctx), ctx);
+    });
+    // A failed or timed-out handshake concerns one socket, never the server. With a listener here,
+    // Node leaves the socket open: close it, or a handshake that never finishes keeps it forever.
+    this.#server.on("tlsClientError", (_error: Error, socket: TLSSocket) => socket.destroy());
+  }
+
+  #serve(connection: ClientConnection, ctx: ConnectionContext): void {
+    this.#connections.add(connection);
+    if (ctx.auth !== undefined) this.#admission.awaitingAuthentication(connection);
+  }
+
+  #connectTcp(socket: Socket, ctx: ConnectionContext): ClientConnection {
     let connection: ClientConnection | undefined;
     const reading = readIntoSharedBuffer(socket, (chunk) => connection?.receive(chunk));
     if (reading) {
@@ -299,6 +349,7 @@ export class LockServer {
     // A cluster's active hands its role to a standby first, so clients move with no gap.
     await this.cluster?.stop();
     const stopped = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    this.#handshakes.destroyAll();
     for (const connection of this.#connections)
       connection.shutdown("SHUTTING_DOWN", "the server is shutting down");
     const grace = setTimeout(() => {
@@ -308,20 +359,16 @@ export class LockServer {
     clearTimeout(grace);
     this.node.close();
   }
-}
 
-/** Answers a connection that gets no slot with an error line (counted like any `E` reply), then closes it. */
-function refuse(
-  socket: Socket,
-  code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN",
-  observer: ServerObserver,
-): void {
-  observer.error(code);
-  socket.on("error", () => {});
-  const message =
-    code === "SHUTTING_DOWN" ? "the server is shutting down" : "the server is at its connection limit";
-  socket.write(encodeReply({ kind: "E", op: "?", key: "-", code, message }));
-  endWithLinger(socket);
-  // Accepted paused: read (and drop) until the client closes, so the socket does close.
-  socket.resume();
+  /** Answers a connection that gets no slot with an error line (counted like any `E` reply), then closes it. */
+  #refuse(socket: Socket, code: "TOO_MANY_CONNECTIONS" | "SHUTTING_DOWN"): void {
+    this.node.observer.error(code);
+    socket.on("error", () => {});
+    const message =
+      code === "SHUTTING_DOWN" ? "the server is shutting down" : "the server is at its connection limit";
+    socket.write(encodeReply({ kind: "E", op: "?", key: "-", code, message }));
+    this.#refusals.end(socket);
+    // Accepted paused: read (and drop) until the client closes, so the socket does close.
+    socket.resume();
+  }
 }

@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect as connectTcp } from "node:net";
 import { tmpdir } from "node:os";
@@ -40,6 +41,23 @@ describe("LockServer over TLS", () => {
     });
     expect(reply).toMatch(/^A tls:key \d+ r1\n$/);
     socket.destroy();
+  });
+
+  it("closes a connection whose TLS handshake does not finish within the auth timeout", async () => {
+    const quick = await LockServer.start({
+      port: 0,
+      dataDir: mkdtempSync(join(tmpdir(), "lockd-tls-")),
+      tls: { cert: certificate.cert, key: certificate.key },
+      limits: { authTimeoutMs: 200 },
+    });
+    try {
+      const silent = connectTcp({ host: "127.0.0.1", port: quick.port });
+      silent.on("error", () => {});
+      // Never sends a ClientHello: the server must close it (Node's own default would be 120 s).
+      await once(silent, "close");
+    } finally {
+      await quick.close(100);
+    }
   });
 
   it("does not speak plain text on a TLS port", async () => {
