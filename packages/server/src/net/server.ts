@@ -348,6 +348,7 @@ export class LockServer {
     if (this.#idleSweep) clearInterval(this.#idleSweep);
     // A cluster's active hands its role to a standby first, so clients move with no gap.
     await this.cluster?.stop();
+    if (this.node.role === "standby" && this.node.activeAddress !== undefined) await readWhatArrived();
     const stopped = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     this.#handshakes.destroyAll();
     for (const connection of this.#connections)
@@ -371,4 +372,14 @@ export class LockServer {
     // Accepted paused: read (and drop) until the client closes, so the socket does close.
     socket.resume();
   }
+}
+
+/**
+ * Lets one round of socket reads run. Handed off, this node answers requests with a redirect to its
+ * successor: those that arrived while it was not reading (the handoff) are read and answered here,
+ * instead of being dropped unread with their connections. The first immediate runs in the current
+ * loop iteration's check phase; the second only after the next poll phase, which reads them.
+ */
+async function readWhatArrived(): Promise<void> {
+  for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve));
 }
