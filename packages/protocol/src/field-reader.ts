@@ -27,6 +27,9 @@ export function splitFields(line: string, limit: number): string[] {
   }
 }
 
+/** Text that is not even a malformed number: letters other than an exponent's `e`. */
+const WORDLIKE = /[A-DF-Za-df-z_:]/;
+
 /**
  * Reads the fields of one line in order and records the first invalid one. Parsers read every
  * field even after an error, so the error can still echo a valid key and id found later in the
@@ -107,9 +110,14 @@ export class FieldReader {
   }
 
   seconds(index: number, what: string): number {
-    const ms = parseSeconds(this.#field(index));
+    const field = this.#field(index);
+    const ms = parseSeconds(field);
     if (ms !== undefined) return ms;
-    this.fail("BAD_DURATION", `${what} must be decimal seconds with at most 3 fraction digits`);
+    // A word where a number belongs is most often the rest of a key typed with a space in it.
+    const hint = WORDLIKE.test(field)
+      ? ` (got ${quote(field)}: fields are separated by spaces, so a key cannot contain one)`
+      : "";
+    this.fail("BAD_DURATION", `${what} must be decimal seconds with at most 3 fraction digits${hint}`);
     return 0;
   }
 
