@@ -4,6 +4,17 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { CHROMIUM_PATH, hasChromium, launchChromium } from "./browser.js";
 
+/** The page's globals that predicates run in the browser use (this project compiles without the DOM lib). */
+interface PageGlobals {
+  readonly document: {
+    querySelector(selector: string): {
+      readonly title: string;
+      readonly textContent: string | null;
+      readonly dataset: Record<string, string | undefined>;
+    } | null;
+  };
+}
+
 /**
  * The live status page in a real headless Chromium, served by a real 3-node cluster: it loads
  * only from the lockd admin origin, shows each node's role, asks for the admin token, follows a
@@ -242,21 +253,26 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
       expect(await page.textContent("#active")).toBe(cluster.advertised(0));
       // The epoch as round and node, not a raw number; the raw one stays in the title.
       const epoch = (await cluster.info(0)).epoch!;
+      // Predicates as functions, not strings: a string is evaluated with eval, which the page's CSP forbids.
       await page.waitForFunction(
-        `(document.querySelector("#epoch").title || "").includes("${epoch}")`,
-        null,
-        {
-          timeout: 20_000,
-        },
+        (raw) =>
+          ((globalThis as unknown as PageGlobals).document.querySelector("#epoch")?.title ?? "").includes(
+            raw,
+          ),
+        epoch,
+        { timeout: 20_000 },
       );
       expect(await page.textContent("#epoch .epoch-readable")).toMatch(/^node 0 · \d\d:\d\d:\d\d/);
       expect(await page.textContent("#epoch")).not.toMatch(/^\d+$/);
       const nodeEpoch = await page.textContent(`#nodes tr[data-node="${cluster.advertised(2)}"] td.epoch`);
       expect(nodeEpoch).toMatch(/^node 0 · /);
       // The chart: the active's grants as this standby replicated them, not a flat line.
-      await page.waitForFunction('Number(document.querySelector("#chart").dataset.peak) > 0', null, {
-        timeout: 20_000,
-      });
+      await page.waitForFunction(
+        () =>
+          Number((globalThis as unknown as PageGlobals).document.querySelector("#chart")?.dataset.peak) > 0,
+        null,
+        { timeout: 20_000 },
+      );
       const ticks = (await page.getAttribute("#chart", "data-ticks"))!.split(",").map(Number);
       expect(ticks.length).toBeGreaterThanOrEqual(2);
       for (const tick of ticks) expect(Number.isInteger(tick), String(ticks)).toBe(true);
@@ -320,11 +336,10 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
         timeout: 20_000,
       });
       await page.waitForFunction(
-        `document.querySelector("#active").textContent === "${cluster.advertised(1)}"`,
-        null,
-        {
-          timeout: 20_000,
-        },
+        (active) =>
+          (globalThis as unknown as PageGlobals).document.querySelector("#active")?.textContent === active,
+        cluster.advertised(1),
+        { timeout: 20_000 },
       );
       await page.goto(pageOf(1));
       await page.waitForSelector("#self-role.active");

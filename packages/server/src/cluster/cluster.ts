@@ -3,39 +3,37 @@ import { encodePeer, type NodeRole } from "@lock/protocol";
 import { ListenerHandshake } from "../net/peer-auth.js";
 import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
-import type { ClusterLink } from "./link.js";
-import { Membership, type PeerState } from "./membership.js";
+import { Membership } from "./membership.js";
+import { PeerLinks } from "./peer-links.js";
 import { PeerReports } from "./peer-reports.js";
 import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
-import { Replica } from "./replica.js";
+import { peerStatus } from "./peer-status.js";
 import type { Replicator } from "./replicator.js";
 import { RoleChanges } from "./roles.js";
 import { StallGuard } from "./stall-guard.js";
+import { Standby } from "./standby.js";
 
 export type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
 
 /**
- * One node's part in the active/standby cluster: heartbeats to every peer, the decisions of
- * `Membership` carried out (promote, demote, raise the epoch, hand off), the replication stream
- * while active, and the replica applied while standby. docs/consistency.md has the timelines.
+ * One node's part in the active/standby cluster, wired together: `Membership` decides who should be
+ * active, `RoleChanges` carries its decisions out, `PeerLinks` sends heartbeats and (while active)
+ * the replication stream, `Standby` takes the active's snapshot and stream into the replica, and
+ * `StallGuard` holds an active that did not run for a while. This class runs the heartbeat tick and
+ * routes each peer frame to its owner. docs/consistency.md has the timelines.
  */
 export class Cluster implements PeerSessionHandler {
   readonly membership: Membership;
   readonly #node: LockNode;
   readonly #replicator: Replicator;
-  readonly #hooks: ClusterServerHooks;
   readonly #events: ClusterEvents;
   readonly #options: ClusterOptions;
-  readonly #links = new Map<number, ClusterLink>();
+  readonly #links: PeerLinks;
   readonly #reports: PeerReports;
-  readonly #replica: Replica;
+  readonly #standby: Standby;
   readonly #stall: StallGuard;
-  /** Each peer's latest incoming session (its link to this node). */
-  readonly #sessions = new Map<string, PeerSession>();
-  /** Since when this standby's replica has not been the live active's. */
-  #replicaMismatchSince: number | undefined;
-  #timer: Timer | undefined;
   readonly #roles: RoleChanges;
+  #timer: Timer | undefined;
   /** `stop()` began: this node takes no role it would have to hand straight back. */
   #stopping = false;
 
@@ -48,69 +46,51 @@ export class Cluster implements PeerSessionHandler {
   ) {
     this.#node = node;
     this.#replicator = replicator;
-    this.#hooks = hooks;
     this.#events = events;
     this.#options = options;
-    this.membership = new Membership(options.peers, options.advertise, options.timing, node.clock);
-    this.#replica = new Replica(node.engine);
-    this.#stall = new StallGuard(this.membership);
+    const membership = new Membership(options.peers, options.advertise, options.timing, node.clock);
+    this.membership = membership;
+    this.#stall = new StallGuard(membership);
     this.#reports = new PeerReports(events, () => node.clock.now());
+    this.#links = new PeerLinks({
+      node,
+      membership,
+      replicator,
+      reports: this.#reports,
+      open: options.links,
+    });
+    this.#standby = new Standby(node.engine, {
+      membership,
+      serving: () => node.role === "active" || this.#roles.handingOff,
+      learn: (from, epoch) => this.#roles.learn(from, epoch),
+      redirectPending: (address) => hooks.redirectPending(address),
+      follow: (address) => this.#follow(address),
+      now: () => node.clock.now(),
+    });
     this.#roles = new RoleChanges({
       node,
       replicator,
       hooks,
       events,
-      membership: this.membership,
-      replica: this.#replica,
-      links: this.#links,
+      membership,
+      standby: this.#standby,
+      links: this.#links.byIndex,
       handoffTimeoutMs: options.handoffTimeoutMs,
       tick: () => this.#tick(),
       follow: (address) => this.#follow(address),
     });
     node.beforeDeadlines = () => this.guardStall();
-    node.onServing = () => this.#events.serving(node.epoch);
-    node.onEpochRenewed = (epoch) => this.#replicator.announceEpoch(epoch);
+    node.onServing = () => events.serving(node.epoch);
+    node.onEpochRenewed = (epoch) => replicator.announceEpoch(epoch);
     node.followedEpoch = () => {
       const active =
-        node.activeAddress === undefined ? undefined : this.membership.peerByAddress(node.activeAddress);
+        node.activeAddress === undefined ? undefined : membership.peerByAddress(node.activeAddress);
       return active?.role === "active" ? active.epoch : undefined;
     };
   }
 
   start(): void {
-    for (const peer of this.membership.peers) {
-      if (peer.index === this.membership.self) continue;
-      const link = this.#options.links(peer.address, {
-        hello: () =>
-          encodePeer({
-            peer: "J",
-            node: this.membership.selfAddress,
-            role: this.#node.role,
-            epoch: this.#node.epoch,
-            highest: this.#node.epochs.highest,
-          }),
-        onConnect: (connected) => {
-          this.#replicator.disconnected(connected);
-          this.membership.reachable(peer);
-        },
-        onDisconnect: (gone) => this.#replicator.disconnected(gone),
-        onAck: (from, seq) => {
-          // Nothing past what this node has sent can be acknowledged.
-          if (seq > this.#replicator.seq) {
-            this.#reports.violation(
-              from.address,
-              `!K ${seq} beyond the stream sent (${this.#replicator.seq})`,
-            );
-            from.reset();
-            return;
-          }
-          this.#replicator.acknowledged(from, seq);
-        },
-        onRefused: (from, reply) => this.#reports.refused(from.address, reply),
-        onViolation: (from, reason) => this.#reports.violation(from.address, reason),
-      });
-      this.#links.set(peer.index, link);
-    }
+    this.#links.open();
     this.#scheduleTick();
   }
 
@@ -130,17 +110,14 @@ export class Cluster implements PeerSessionHandler {
     this.#timer?.cancel();
     this.#timer = undefined;
     if (this.#node.role === "active" && !this.#roles.busy) {
-      const successor = await this.#syncedSuccessor();
+      const successor = await this.#links.syncedSuccessor();
       if (successor) await this.#roles.handoff(successor, "shutdown");
     }
     // A last heartbeat tells every peer this node is no longer the active (and names its
     // successor), so none vouches for it to the successor as if it still were: see
     // Membership.steppedDown.
     if (this.#node.role === "standby") this.#sendHeartbeat();
-    for (const link of this.#links.values()) {
-      link.flush();
-      link.close();
-    }
+    this.#links.closeAll();
     this.#reports.flush();
   }
 
@@ -169,62 +146,21 @@ export class Cluster implements PeerSessionHandler {
 
   /** The peer whose snapshot this standby's table holds (undefined on an active, or before one). */
   get replicaSource(): string | undefined {
-    return this.#replica.source;
+    return this.#standby.source;
   }
 
   /** Grants this node applied from an active's stream while a standby (Replica.grantsApplied). */
   get replicatedGrants(): number {
-    return this.#replica.grantsApplied;
+    return this.#standby.grantsApplied;
   }
 
   isMember(address: string): boolean {
     return this.membership.peerByAddress(address) !== undefined;
   }
 
-  /**
-   * The highest-priority synced standby. A live standby that has not acknowledged its snapshot yet
-   * (it just joined) gets up to one peer timeout to do so: handing off beats a failover.
-   */
-  async #syncedSuccessor(): Promise<PeerState | undefined> {
-    const others = this.membership.peers.filter((peer) => peer.index !== this.membership.self);
-    const deadline = this.#node.clock.now() + this.#options.timing.peerTimeoutMs;
-    for (;;) {
-      const synced = others.find((peer) => this.#isSyncedStandby(peer));
-      if (synced) return synced;
-      const joining = others.some((peer) => peer.role === "standby" && this.membership.isLive(peer));
-      if (!joining || this.#node.clock.now() >= deadline) return undefined;
-      this.#snapshotNewStandbys();
-      // Its acknowledgement is what makes it synced; the timeout re-checks liveness meanwhile.
-      await this.#replicator.nextAck(10);
-    }
-  }
-
   /** Status of every peer, for `/status`. */
   peerStatus() {
-    return this.membership.peers.map((peer) => {
-      const link = this.#links.get(peer.index);
-      const self = peer.index === this.membership.self;
-      return {
-        address: peer.address,
-        priority: peer.index,
-        self,
-        role: self ? this.#node.role : (peer.role ?? null),
-        // A standby's own: the epoch of the active it follows (LockNode.reportedEpoch). Another
-        // standby's heartbeats carry its table's epoch, which means nothing: see `follows`.
-        epoch: (self ? this.#node.reportedEpoch : peer.epoch).toString(),
-        /** The active this peer follows, as its heartbeats say (this node's own for its row). */
-        follows: self
-          ? this.#node.role === "standby"
-            ? (this.#node.activeAddress ?? null)
-            : null
-          : peer.role === "standby"
-            ? (peer.active ?? null)
-            : null,
-        live: this.membership.isLive(peer),
-        linkConnected: self ? null : (link?.connected ?? false),
-        replicationLag: link && this.#node.role === "active" ? (this.#replicator.lag(link) ?? null) : null,
-      };
-    });
+    return peerStatus(this.#node, this.membership, this.#links, this.#replicator);
   }
 
   /**
@@ -234,7 +170,7 @@ export class Cluster implements PeerSessionHandler {
   onPeerFrame(session: PeerSession, frame: SessionFrame): void {
     switch (frame.peer) {
       case "J":
-        this.#sessions.set(session.peer, session);
+        this.#standby.joined(session);
         this.#heard(session.peer, frame.role, frame.epoch, undefined, frame.highest);
         return;
       case "B":
@@ -245,62 +181,38 @@ export class Cluster implements PeerSessionHandler {
     // announcing its raised epoch (`!P`) to a node it still streams to must move that node above it
     // before its next grant, not only at the rival's next heartbeat (found by the simulator).
     if (frame.peer === "P" || frame.peer === "O") this.#roles.learn(session.peer, frame.epoch);
-    if (session.peer !== this.#replica.source || this.#node.role === "active") return;
-    switch (frame.peer) {
-      case "G":
-      case "F":
-      case "X":
-        this.#replica.apply(session.peer, frame);
-        break;
-      case "P":
-        break;
-      case "O": {
-        if (this.#stopping) {
-          // Leaving: refuse by dropping the link, so the sender's handoff fails now and it stays
-          // the active, instead of waiting out its handoff timeout for an acknowledgement.
-          session.close();
-          return;
-        }
-        // The sender stops serving as it sends this; its earlier heartbeats said "active".
-        // It follows us from here, with the snapshot the promotion sends: its next heartbeat
-        // ("standby") is no step down from active that would need another one.
-        const from = this.membership.peerByAddress(session.peer);
-        if (from) this.membership.steppedDown(from);
-        // The old active's knowledge is this node's now (`!O` carries its highest epoch): informed.
-        this.#roles.promote("handoff", true);
-        // Acknowledge at once: the old active redirects its clients only after this.
-        session.acknowledgeNow(frame.seq);
-        return;
-      }
-    }
-    session.acknowledge(frame.seq);
+    if (this.#standby.receive(session, frame) === "handoff") this.#takeHandoff(session, frame.seq);
   }
 
-  /** A complete snapshot from an active's link: it replaces this standby's replica. */
+  /** The followed active hands its role to this node (`!O`). */
+  #takeHandoff(session: PeerSession, seq: number): void {
+    if (this.#stopping) {
+      // Leaving: refuse by dropping the link, so the sender's handoff fails now and it stays
+      // the active, instead of waiting out its handoff timeout for an acknowledgement.
+      session.close();
+      return;
+    }
+    // The sender stops serving as it sends this; its earlier heartbeats said "active". It follows
+    // us from here, with the snapshot the promotion sends: its next heartbeat ("standby") is no
+    // step down from active that would need another one.
+    const from = this.membership.peerByAddress(session.peer);
+    if (from) this.membership.steppedDown(from);
+    // The old active's knowledge is this node's now (`!O` carries its highest epoch): informed.
+    this.#roles.promote("handoff", true);
+    // Acknowledge at once: the old active redirects its clients only after this.
+    session.acknowledgeNow(seq);
+  }
+
+  /** A complete snapshot from an active's link (Standby decides whether it replaces the replica). */
   applySnapshot(session: PeerSession, snapshot: Snapshot): void {
-    // Handing off, this node is still the active until the successor acknowledges: a snapshot from
-    // anyone (a node that promoted on its own meanwhile) must not replace its table (simulator).
-    if (this.#node.role === "active" || this.#roles.handingOff) return;
-    this.#roles.learn(session.peer, snapshot.epoch);
-    // Only from the active this standby follows: a rival's snapshot held up by a partition and
-    // delivered once it healed would replace the true active's replica (found by the simulator).
-    const active = this.membership.liveActive();
-    if (active !== undefined && active.address !== session.peer) return;
-    this.#roles.syncedFromActive = true;
-    // Queued acquires here cannot be served by this standby: send them to the active first.
-    this.#hooks.redirectPending(session.peer);
-    this.#replica.load(session.peer, snapshot);
-    this.#follow(session.peer);
-    session.acknowledge(snapshot.seq);
+    this.#standby.applySnapshot(session, snapshot);
   }
 
   #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined, highest: bigint): void {
     const heard = this.membership.heard(address, role, epoch, active);
     if (!heard) return;
     this.#roles.learn(address, highest > epoch ? highest : epoch);
-    // A peer that was active and is now a standby holds someone else's state: it needs our snapshot.
-    const link = this.#links.get(heard.peer.index);
-    if (heard.previousRole === "active" && role === "standby" && link) this.#replicator.disconnected(link);
+    if (heard.previousRole === "active" && role === "standby") this.#links.needsSnapshot(heard.peer);
   }
 
   /** Checks for a stall of this process (StallGuard); called before any client byte or deadline. */
@@ -317,12 +229,13 @@ export class Cluster implements PeerSessionHandler {
     this.guardStall();
     this.#stall.ticked(this.#node.clock.now());
     this.#sendHeartbeat();
-    this.#reportLiveness();
+    for (const peer of this.membership.livenessChanges())
+      this.#events.peerLiveness(peer.address, this.membership.isLive(peer), peer.role);
     if (this.#node.role === "standby" && !this.#roles.busy) {
       this.#follow((this.membership.liveActive() ?? this.membership.vouchedActive())?.address);
-      this.#resyncFromActive();
+      this.#standby.resyncFromActive();
     }
-    if (this.#node.role === "active") this.#snapshotNewStandbys();
+    if (this.#node.role === "active") this.#links.snapshotNewStandbys();
     const decision = this.membership.decide(
       {
         role: this.#node.role,
@@ -330,7 +243,7 @@ export class Cluster implements PeerSessionHandler {
         highestKnown: this.#node.epochs.highest,
         busy: this.#roles.busy,
       },
-      (peer) => this.#isSyncedStandby(peer),
+      (peer) => this.#links.isSyncedStandby(peer),
     );
     const held = this.#node.isHeld("stall");
     // A held active steps down or moves above a rival at once, but hands off only once confirmed.
@@ -341,67 +254,23 @@ export class Cluster implements PeerSessionHandler {
   #sendHeartbeat(): void {
     const heardActive =
       this.#node.role === "active" ? this.membership.selfAddress : this.membership.liveActive()?.address;
-    const heartbeat = encodePeer({
-      peer: "B",
-      node: this.membership.selfAddress,
-      // While handing off this node no longer serves: the successor must not see a rival active.
-      role: this.#roles.handingOff ? "standby" : this.#node.role,
-      epoch: this.#node.epoch,
-      // Only an active this node hears itself (or itself): see Membership.vouchedActive.
-      ...(heardActive ? { active: heardActive } : {}),
-      highest: this.#node.epochs.highest,
-    });
-    for (const link of this.#links.values()) link.send(heartbeat);
-  }
-
-  /**
-   * A standby whose replica is not the live active's (it followed a rival during a partition, or
-   * refused a snapshot while it still believed an older active alive) drops the active's link to it
-   * after a peer timeout's worth of mismatch: the active redials and sends a snapshot. At most once
-   * per peer timeout, and never while a snapshot is arriving.
-   */
-  #resyncFromActive(): void {
-    const active = this.membership.liveActive();
-    const now = this.#node.clock.now();
-    if (active === undefined || this.#replica.source === active.address) {
-      this.#replicaMismatchSince = undefined;
-      return;
-    }
-    this.#replicaMismatchSince ??= now;
-    if (now - this.#replicaMismatchSince < this.#options.timing.peerTimeoutMs) return;
-    const session = this.#sessions.get(active.address);
-    if (session === undefined || session.receivingSnapshot) return;
-    this.#replicaMismatchSince = now;
-    session.close();
-  }
-
-  #reportLiveness(): void {
-    for (const peer of this.membership.livenessChanges())
-      this.#events.peerLiveness(peer.address, this.membership.isLive(peer), peer.role);
+    this.#links.broadcast(
+      encodePeer({
+        peer: "B",
+        node: this.membership.selfAddress,
+        // While handing off this node no longer serves: the successor must not see a rival active.
+        role: this.#roles.handingOff ? "standby" : this.#node.role,
+        epoch: this.#node.epoch,
+        // Only an active this node hears itself (or itself): see Membership.vouchedActive.
+        ...(heardActive ? { active: heardActive } : {}),
+        highest: this.#node.epochs.highest,
+      }),
+    );
   }
 
   #follow(active: string | undefined): void {
     if (this.#node.activeAddress === active) return;
     this.#node.activeAddress = active;
     this.#events.following(active);
-  }
-
-  #snapshotNewStandbys(): void {
-    for (const [index, link] of this.#links) {
-      const peer = this.membership.peers[index]!;
-      if (!link.connected || peer.role !== "standby" || !this.membership.isLive(peer)) continue;
-      if (!this.#replicator.isStreaming(link))
-        this.#replicator.sendSnapshot(link, this.#node.engine, this.#node.epoch);
-    }
-  }
-
-  #isSyncedStandby(peer: PeerState): boolean {
-    const link = this.#links.get(peer.index);
-    return (
-      peer.role === "standby" &&
-      this.membership.isLive(peer) &&
-      link !== undefined &&
-      this.#replicator.isSynced(link)
-    );
   }
 }

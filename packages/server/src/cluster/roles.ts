@@ -4,8 +4,8 @@ import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterServerHooks } from "./cluster-api.js";
 import type { ClusterLink } from "./link.js";
 import type { Decision, Membership, PeerState } from "./membership.js";
-import type { Replica } from "./replica.js";
 import type { Replicator } from "./replicator.js";
+import type { Standby } from "./standby.js";
 
 /** What carrying out a role change needs of the node and of the rest of the Cluster. */
 export interface RoleDeps {
@@ -14,7 +14,7 @@ export interface RoleDeps {
   readonly hooks: ClusterServerHooks;
   readonly events: ClusterEvents;
   readonly membership: Membership;
-  readonly replica: Replica;
+  readonly standby: Standby;
   /** Outgoing links by peer index (a handoff goes out on the successor's). */
   readonly links: ReadonlyMap<number, ClusterLink>;
   readonly handoffTimeoutMs: number;
@@ -37,8 +37,6 @@ export class RoleChanges {
   busy = false;
   /** Handing the role off: no longer serving, but the successor has not acknowledged yet. */
   handingOff = false;
-  /** Received an active's snapshot since start: its heartbeats carried everything it knew. */
-  syncedFromActive = false;
 
   constructor(deps: RoleDeps) {
     this.#deps = deps;
@@ -61,7 +59,7 @@ export class RoleChanges {
 
   /** `--peers` heard in full since start, or the snapshot of an active that had: see epoch-plan.ts. */
   informed(): boolean {
-    return this.syncedFromActive || this.#deps.membership.heardEveryPeer();
+    return this.#deps.standby.syncedFromActive || this.#deps.membership.heardEveryPeer();
   }
 
   /** Takes the next epoch; false (reported, role unchanged) if none fits the layout. */
@@ -111,7 +109,7 @@ export class RoleChanges {
     this.learn(this.#deps.membership.selfAddress, tokenEpoch(this.#deps.node.engine.maxHeldToken()));
     const epoch = this.#takeEpoch(informed);
     if (epoch === undefined) return;
-    this.#deps.replica.detach();
+    this.#deps.standby.detach();
     this.#deps.replicator.stopAll();
     this.#deps.replicator.enabled = true;
     this.#deps.node.setRole("active", this.#deps.membership.selfAddress);
@@ -168,7 +166,7 @@ export class RoleChanges {
         return;
       }
       // The successor may already have sent its snapshot (on another connection): keep that one.
-      this.#stepDownTo(to.address, { keepTable: this.#deps.replica.source === to.address });
+      this.#stepDownTo(to.address, { keepTable: this.#deps.standby.source === to.address });
       this.#deps.membership.assumeRole(to, "active");
       this.counters.handoffs += 1;
       this.#deps.events.roleChanged(

@@ -1,0 +1,125 @@
+import { encodePeer } from "@lock/protocol";
+import type { LockNode } from "../node.js";
+import type { ClusterLink, LinkFactory } from "./link.js";
+import type { Membership, PeerState } from "./membership.js";
+import type { PeerReports } from "./peer-reports.js";
+import type { Replicator } from "./replicator.js";
+
+/** What the outgoing links need of the rest of the node. */
+export interface PeerLinksDeps {
+  readonly node: LockNode;
+  readonly membership: Membership;
+  readonly replicator: Replicator;
+  readonly reports: PeerReports;
+  readonly open: LinkFactory;
+}
+
+/**
+ * This node's outgoing link to every peer, and what goes out on them: its join and heartbeats, and
+ * while active the replication stream (a snapshot for each live standby that has none on its current
+ * connection). Also answers which standby is synced: one that acknowledged its snapshot. Runs on the
+ * node's event loop.
+ */
+export class PeerLinks {
+  readonly #deps: PeerLinksDeps;
+  /** By peer index (this node has none to itself). */
+  readonly byIndex = new Map<number, ClusterLink>();
+
+  constructor(deps: PeerLinksDeps) {
+    this.#deps = deps;
+  }
+
+  /** Dials every peer; each link redials by itself until `closeAll`. */
+  open(): void {
+    const { node, membership, replicator, reports } = this.#deps;
+    for (const peer of membership.peers) {
+      if (peer.index === membership.self) continue;
+      const link = this.#deps.open(peer.address, {
+        hello: () =>
+          encodePeer({
+            peer: "J",
+            node: membership.selfAddress,
+            role: node.role,
+            epoch: node.epoch,
+            highest: node.epochs.highest,
+          }),
+        onConnect: (connected) => {
+          replicator.disconnected(connected);
+          membership.reachable(peer);
+        },
+        onDisconnect: (gone) => replicator.disconnected(gone),
+        onAck: (from, seq) => {
+          // Nothing past what this node has sent can be acknowledged.
+          if (seq > replicator.seq) {
+            reports.violation(from.address, `!K ${seq} beyond the stream sent (${replicator.seq})`);
+            from.reset();
+            return;
+          }
+          replicator.acknowledged(from, seq);
+        },
+        onRefused: (from, reply) => reports.refused(from.address, reply),
+        onViolation: (from, reason) => reports.violation(from.address, reason),
+      });
+      this.byIndex.set(peer.index, link);
+    }
+  }
+
+  /** Sends `line` to every peer. */
+  broadcast(line: string): void {
+    for (const link of this.byIndex.values()) link.send(line);
+  }
+
+  /** Sends what is batched, then stops redialling and closes every link. */
+  closeAll(): void {
+    for (const link of this.byIndex.values()) {
+      link.flush();
+      link.close();
+    }
+  }
+
+  /** A peer that was active and is now a standby holds someone else's state: it needs our snapshot. */
+  needsSnapshot(peer: PeerState): void {
+    const link = this.byIndex.get(peer.index);
+    if (link) this.#deps.replicator.disconnected(link);
+  }
+
+  /** While active: a snapshot to every live standby whose current connection has none. */
+  snapshotNewStandbys(): void {
+    const { membership, replicator, node } = this.#deps;
+    for (const [index, link] of this.byIndex) {
+      const peer = membership.peers[index]!;
+      if (!link.connected || peer.role !== "standby" || !membership.isLive(peer)) continue;
+      if (!replicator.isStreaming(link)) replicator.sendSnapshot(link, node.engine, node.epoch);
+    }
+  }
+
+  /** A live standby that acknowledged the snapshot sent on its current connection. */
+  isSyncedStandby(peer: PeerState): boolean {
+    const link = this.byIndex.get(peer.index);
+    return (
+      peer.role === "standby" &&
+      this.#deps.membership.isLive(peer) &&
+      link !== undefined &&
+      this.#deps.replicator.isSynced(link)
+    );
+  }
+
+  /**
+   * The highest-priority synced standby. A live standby that has not acknowledged its snapshot yet
+   * (it just joined) gets up to one peer timeout to do so: handing off beats a failover.
+   */
+  async syncedSuccessor(): Promise<PeerState | undefined> {
+    const { membership, node, replicator } = this.#deps;
+    const others = membership.peers.filter((peer) => peer.index !== membership.self);
+    const deadline = node.clock.now() + membership.timing.peerTimeoutMs;
+    for (;;) {
+      const synced = others.find((peer) => this.isSyncedStandby(peer));
+      if (synced) return synced;
+      const joining = others.some((peer) => peer.role === "standby" && membership.isLive(peer));
+      if (!joining || node.clock.now() >= deadline) return undefined;
+      this.snapshotNewStandbys();
+      // Its acknowledgement is what makes it synced; the timeout re-checks liveness meanwhile.
+      await replicator.nextAck(10);
+    }
+  }
+}
