@@ -1,5 +1,5 @@
 import type { Timer } from "@lock/deadline-heap";
-import { encodePeer, type NodeRole } from "@lock/protocol";
+import type { NodeRole } from "@lock/protocol";
 import { ListenerHandshake } from "../net/peer-auth.js";
 import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
@@ -116,7 +116,7 @@ export class Cluster implements PeerSessionHandler {
     // A last heartbeat tells every peer this node is no longer the active (and names its
     // successor), so none vouches for it to the successor as if it still were: see
     // Membership.steppedDown.
-    if (this.#node.role === "standby") this.#sendHeartbeat();
+    if (this.#node.role === "standby") this.#links.sendHeartbeat(this.#roles.handingOff);
     this.#links.closeAll();
     this.#reports.flush();
   }
@@ -192,13 +192,7 @@ export class Cluster implements PeerSessionHandler {
       session.close();
       return;
     }
-    // The sender stops serving as it sends this; its earlier heartbeats said "active". It follows
-    // us from here, with the snapshot the promotion sends: its next heartbeat ("standby") is no
-    // step down from active that would need another one.
-    const from = this.membership.peerByAddress(session.peer);
-    if (from) this.membership.steppedDown(from);
-    // The old active's knowledge is this node's now (`!O` carries its highest epoch): informed.
-    this.#roles.promote("handoff", true);
+    this.#roles.takeHandoff(session.peer);
     // Acknowledge at once: the old active redirects its clients only after this.
     session.acknowledgeNow(seq);
   }
@@ -228,7 +222,7 @@ export class Cluster implements PeerSessionHandler {
   #tick(): void {
     this.guardStall();
     this.#stall.ticked(this.#node.clock.now());
-    this.#sendHeartbeat();
+    this.#links.sendHeartbeat(this.#roles.handingOff);
     for (const peer of this.membership.livenessChanges())
       this.#events.peerLiveness(peer.address, this.membership.isLive(peer), peer.role);
     if (this.#node.role === "standby" && !this.#roles.busy) {
@@ -236,35 +230,9 @@ export class Cluster implements PeerSessionHandler {
       this.#standby.resyncFromActive();
     }
     if (this.#node.role === "active") this.#links.snapshotNewStandbys();
-    const decision = this.membership.decide(
-      {
-        role: this.#node.role,
-        epoch: this.#node.epoch,
-        highestKnown: this.#node.epochs.highest,
-        busy: this.#roles.busy,
-      },
+    this.#roles.decide(
       (peer) => this.#links.isSyncedStandby(peer),
-    );
-    const held = this.#node.isHeld("stall");
-    // A held active steps down or moves above a rival at once, but hands off only once confirmed.
-    if (!(held && decision.action === "handoff")) this.#roles.act(decision);
-    if (held && this.#node.role === "active" && this.#stall.confirmed()) this.#node.release("stall");
-  }
-
-  #sendHeartbeat(): void {
-    const heardActive =
-      this.#node.role === "active" ? this.membership.selfAddress : this.membership.liveActive()?.address;
-    this.#links.broadcast(
-      encodePeer({
-        peer: "B",
-        node: this.membership.selfAddress,
-        // While handing off this node no longer serves: the successor must not see a rival active.
-        role: this.#roles.handingOff ? "standby" : this.#node.role,
-        epoch: this.#node.epoch,
-        // Only an active this node hears itself (or itself): see Membership.vouchedActive.
-        ...(heardActive ? { active: heardActive } : {}),
-        highest: this.#node.epochs.highest,
-      }),
+      () => this.#stall.confirmed(),
     );
   }
 

@@ -64,8 +64,22 @@ export class PeerLinks {
     }
   }
 
-  /** Sends `line` to every peer. */
-  broadcast(line: string): void {
+  /**
+   * A heartbeat to every peer: this node's role (a standby while `handingOff`: it no longer serves,
+   * and the successor must not see a rival active), its epochs, and the active it hears itself (or
+   * itself), never one it only heard of: see Membership.vouchedActive.
+   */
+  sendHeartbeat(handingOff: boolean): void {
+    const { node, membership } = this.#deps;
+    const heardActive = node.role === "active" ? membership.selfAddress : membership.liveActive()?.address;
+    const line = encodePeer({
+      peer: "B",
+      node: membership.selfAddress,
+      role: handingOff ? "standby" : node.role,
+      epoch: node.epoch,
+      ...(heardActive ? { active: heardActive } : {}),
+      highest: node.epochs.highest,
+    });
     for (const link of this.byIndex.values()) link.send(line);
   }
 

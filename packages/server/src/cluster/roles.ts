@@ -77,6 +77,21 @@ export class RoleChanges {
     }
   }
 
+  /**
+   * What Membership decides now, carried out. An active held after a stall steps down or moves above
+   * a rival at once, but hands off only once `stallConfirmed` (and is released from the hold then).
+   */
+  decide(synced: (peer: PeerState) => boolean, stallConfirmed: () => boolean): void {
+    const node = this.#deps.node;
+    const decision = this.#deps.membership.decide(
+      { role: node.role, epoch: node.epoch, highestKnown: node.epochs.highest, busy: this.busy },
+      synced,
+    );
+    const held = node.isHeld("stall");
+    if (!(held && decision.action === "handoff")) this.act(decision);
+    if (held && node.role === "active" && stallConfirmed()) node.release("stall");
+  }
+
   act(decision: Decision): void {
     switch (decision.action) {
       case "promote":
@@ -101,6 +116,18 @@ export class RoleChanges {
         void this.handoff(decision.to, "a higher-priority node is back and synced");
         return;
     }
+  }
+
+  /**
+   * The followed active `from` handed its role to this node (`!O`). It stopped serving as it sent
+   * that, and follows this node from here (with the snapshot the promotion sends), so its next
+   * "standby" heartbeat is no step down that would need another one. Its knowledge is this node's
+   * now (`!O` carries its highest epoch): the promotion is informed.
+   */
+  takeHandoff(from: string): void {
+    const peer = this.#deps.membership.peerByAddress(from);
+    if (peer) this.#deps.membership.steppedDown(peer);
+    this.promote("handoff", true);
   }
 
   /** Becomes the active with an epoch above every epoch known, so its tokens exceed all earlier ones. */
