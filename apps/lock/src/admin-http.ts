@@ -26,12 +26,13 @@ export async function adminGet(address: string, path: string, request: AdminRequ
     });
   } catch (error) {
     const cause = (error as Error).cause as NodeJS.ErrnoException | undefined;
-    // Node's HTTP parser refuses what came back (HPE_INVALID_CONSTANT and the like): something
-    // answered, but not in HTTP. Most likely lockd's client port, which answers `E ? - …` lines.
-    if (cause?.code?.startsWith("HPE_")) {
+    // Node's HTTP parser refuses what came back (an HTTPParserError: HPE_INVALID_CONSTANT and the
+    // like on Node 22, no code from Node 24 on): something answered, but not in HTTP. Most likely
+    // lockd's client port, which answers `E ? - …` lines.
+    if (cause?.name === "HTTPParserError" || cause?.code?.startsWith("HPE_")) {
       throw new CliError(
         "REFUSED",
-        `${address} does not answer HTTP (${cause.code}): this looks like lockd's client port (--listen), not its admin port (--admin)`,
+        `${address} does not answer HTTP (${cause.code ?? cause.name}): this looks like lockd's client port (--listen), not its admin port (--admin)`,
       );
     }
     const reason =

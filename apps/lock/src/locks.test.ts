@@ -176,8 +176,10 @@ describe("lock locks", () => {
     await using lockd = await LockdProcess.start();
     const { code, stderr } = await LockCli.run(["locks", "--admin", lockd.address]);
     expect(code).toBe(EXIT_CODES.REFUSED.status);
-    expect(stderr).toContain(
-      `lock: ${lockd.address} does not answer HTTP (HPE_INVALID_CONSTANT): this looks like lockd's client port (--listen), not its admin port (--admin)`,
+    // The parser's code on Node 22; Node 24 and later give the error no code.
+    expect(stderr).toContain(`lock: ${lockd.address} does not answer HTTP (`);
+    expect(stderr).toMatch(
+      /\((HPE_INVALID_CONSTANT|HTTPParserError)\): this looks like lockd's client port \(--listen\), not its admin port \(--admin\)/,
     );
   });
 });
