@@ -93,6 +93,25 @@ describe("statusView", () => {
     expect(view.nodes[1]!.grantsPerSecond).toBe(12.5);
   });
 
+  it("notes a node whose epoch runs ahead of its clock (lockd's /status epochAhead)", () => {
+    const ahead = adminStatus("a:1", "active", null);
+    const status = {
+      ...ahead.status,
+      epochAhead: {
+        aheadSeconds: 3600,
+        servingFrom: "2026-12-02T10:00:04.000Z",
+        clockCatchesUpAt: "2026-12-02T11:00:00.000Z",
+      },
+    };
+    const view = statusView([
+      { lockAddress: "a:1", adminAddress: "a:2", info: info("a:1", "active"), status: { status } },
+    ]);
+    expect(view.notes).toEqual([
+      "a:1: its epoch is 3600 s ahead of its clock (check the clock): it grants from 2026-12-02T10:00:04.000Z, and its clock catches up at 2026-12-02T11:00:00.000Z",
+    ]);
+    expect(formatStatus(view, true)).toContain("3600 s ahead of its clock");
+  });
+
   it("with no answer at all: no active, every row down", () => {
     const view = statusView([
       {

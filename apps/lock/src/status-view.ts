@@ -13,6 +13,12 @@ export interface AdminStatus {
   readonly waiters: number;
   readonly grantsPerSecond: number;
   readonly cluster: { readonly peers: readonly PeerStatus[] } | null;
+  /** Set while the node's epoch runs ahead of its clock (lockd's `/status`; absent before it). */
+  readonly epochAhead?: {
+    readonly aheadSeconds: number;
+    readonly servingFrom: string;
+    readonly clockCatchesUpAt: string;
+  } | null;
 }
 
 export interface PeerStatus {
@@ -99,7 +105,18 @@ export function statusView(targets: readonly Target[]): StatusView {
   const nodes = viewed.map((row) =>
     row.role === "active" && row.node !== decision.active ? { ...row, role: "rival" } : row,
   );
-  return { active: decision.active, nodes, notes: decision.notes };
+  return { active: decision.active, nodes, notes: [...decision.notes, ...epochAheadNotes(statuses)] };
+}
+
+/** A node whose epoch runs ahead of its clock (an epoch file or a peer ahead of it): for the operator to check. */
+function epochAheadNotes(statuses: ReadonlyMap<string, AdminStatus>): string[] {
+  return [...statuses.values()].flatMap(({ node, epochAhead }) =>
+    epochAhead
+      ? [
+          `${node}: its epoch is ${epochAhead.aheadSeconds} s ahead of its clock (check the clock): it grants from ${epochAhead.servingFrom}, and its clock catches up at ${epochAhead.clockCatchesUpAt}`,
+        ]
+      : [],
+  );
 }
 
 function answerOf<T extends object>(probe: T | { readonly error: string } | undefined): T | undefined {
