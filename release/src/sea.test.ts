@@ -48,9 +48,12 @@ describe("lockd as a single executable file", () => {
       expect(await client.request("A sea:key 30 0")).toMatch(/^A sea:key \d+$/);
       const page = await fetch(`http://127.0.0.1:${lockd.ready.adminPort}/`);
       expect(page.status).toBe(200);
-      expect(await page.text()).toBe(
-        readFileSync(join(REPO_ROOT, "apps", "lockd", "static", "index.html"), "utf8"),
-      );
+      // The page as shipped, with the node's state where the template marks it (the first paint).
+      const template = readFileSync(join(REPO_ROOT, "apps", "lockd", "static", "index.html"), "utf8");
+      const [head, tail] = template.split("<!--initial-state-->") as [string, string];
+      const text = await page.text();
+      expect(text.startsWith(head) && text.endsWith(tail)).toBe(true);
+      expect(text).toContain('<script type="application/json" id="initial-state">{');
       const versions = await (await fetch(`http://127.0.0.1:${lockd.ready.adminPort}/version`)).json();
       expect(versions).toEqual({ version, node: process.versions.node });
     } finally {
