@@ -205,7 +205,8 @@ export class Cluster implements PeerSessionHandler {
   #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined, highest: bigint): void {
     const heard = this.membership.heard(address, role, epoch, active);
     if (!heard) return;
-    this.#roles.learn(address, highest > epoch ? highest : epoch);
+    // A frame's epoch is never above its highest (PeerSession checks it): the highest covers both.
+    this.#roles.learn(address, highest);
     if (heard.previousRole === "active" && role === "standby") this.#links.needsSnapshot(heard.peer);
   }
 

@@ -33,10 +33,18 @@ export interface RoleDeps {
 export class RoleChanges {
   readonly #deps: RoleDeps;
   readonly counters = { promotions: 0, demotions: 0, handoffs: 0, epochRaises: 0 };
+  #busy = false;
+  #handingOff = false;
+
   /** A handoff is under way: decide nothing new. */
-  busy = false;
+  get busy(): boolean {
+    return this.#busy;
+  }
+
   /** Handing the role off: no longer serving, but the successor has not acknowledged yet. */
-  handingOff = false;
+  get handingOff(): boolean {
+    return this.#handingOff;
+  }
 
   constructor(deps: RoleDeps) {
     this.#deps = deps;
@@ -53,7 +61,7 @@ export class RoleChanges {
       this.#deps.events.epochRefused(from, epoch, "its round is more than a day ahead of this node's clock");
       return;
     }
-    if (outcome === "raised" && this.#deps.node.role === "active" && !this.handingOff)
+    if (outcome === "raised" && this.#deps.node.role === "active" && !this.#handingOff)
       this.act({ action: "raise-epoch", above: epoch });
   }
 
@@ -84,7 +92,7 @@ export class RoleChanges {
   decide(synced: (peer: PeerState) => boolean, stallConfirmed: () => boolean): void {
     const node = this.#deps.node;
     const decision = this.#deps.membership.decide(
-      { role: node.role, epoch: node.epoch, highestKnown: node.epochs.highest, busy: this.busy },
+      { role: node.role, epoch: node.epoch, highestKnown: node.epochs.highest, busy: this.#busy },
       synced,
     );
     const held = node.isHeld("stall");
@@ -173,8 +181,8 @@ export class RoleChanges {
   async handoff(to: PeerState, reason: string): Promise<void> {
     const link = this.#deps.links.get(to.index);
     if (!link) return;
-    this.busy = true;
-    this.handingOff = true;
+    this.#busy = true;
+    this.#handingOff = true;
     this.#deps.hooks.pauseClients();
     // No lease may expire (and hand its key to a waiter) here: the successor already has the table.
     this.#deps.node.setRole("standby", undefined);
@@ -203,8 +211,8 @@ export class RoleChanges {
       );
     } finally {
       this.#deps.hooks.resumeClients();
-      this.handingOff = false;
-      this.busy = false;
+      this.#handingOff = false;
+      this.#busy = false;
     }
   }
 }
