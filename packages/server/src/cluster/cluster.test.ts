@@ -65,9 +65,8 @@ describe("Cluster over in-memory links", () => {
     const world = await startedCluster();
     const client = await connectScripted(world, "c", "n0:7420");
     const granted = token(await client.request("A jobs 30000 0 r1"));
-    const stopped = world.node(0).stop();
-    await world.runFor(1_000, () => world.node(1).serving && !world.node(0).up);
-    await stopped;
+    world.node(0).stop();
+    expect(await world.runFor(1_000, () => world.node(1).serving && !world.node(0).up)).toBe(true);
     expect(world.node(1).lock?.role).toBe("active");
     expect(world.node(1).table().get("jobs")).toBe(granted);
   });

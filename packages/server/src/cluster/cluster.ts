@@ -105,20 +105,28 @@ export class Cluster implements PeerSessionHandler {
    * Graceful stop: if this node is the active and a synced standby is live, hand the role to the
    * highest-priority one first, so clients move over with no gap. Then close the peer links.
    */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.stopThen(resolve));
+  }
+
+  /** `stop()`, stepped by events (acknowledgements, timers): `then` is called once it is done. */
+  stopThen(then: () => void): void {
     this.#stopping = true;
     this.#timer?.cancel();
     this.#timer = undefined;
-    if (this.#node.role === "active" && !this.#roles.busy) {
-      const successor = await this.#links.syncedSuccessor();
-      if (successor) await this.#roles.handoff(successor, "shutdown");
-    }
-    // A last heartbeat tells every peer this node is no longer the active (and names its
-    // successor), so none vouches for it to the successor as if it still were: see
-    // Membership.steppedDown.
-    if (this.#node.role === "standby") this.#links.sendHeartbeat(this.#roles.handingOff);
-    this.#links.closeAll();
-    this.#reports.flush();
+    const close = () => {
+      // A last heartbeat tells every peer this node is no longer the active (and names its
+      // successor), so none vouches for it to the successor as if it still were: see
+      // Membership.steppedDown.
+      if (this.#node.role === "standby") this.#links.sendHeartbeat(this.#roles.handingOff);
+      this.#links.closeAll();
+      this.#reports.flush();
+      then();
+    };
+    if (this.#node.role !== "active" || this.#roles.busy) return close();
+    this.#links.findSyncedSuccessor((successor) =>
+      successor ? this.#roles.handoff(successor, "shutdown", close) : close(),
+    );
   }
 
   /** The listening side of the peer handshake, for one incoming connection. */

@@ -119,21 +119,23 @@ export class PeerLinks {
   }
 
   /**
-   * The highest-priority synced standby. A live standby that has not acknowledged its snapshot yet
-   * (it just joined) gets up to one peer timeout to do so: handing off beats a failover.
+   * Calls `then` with the highest-priority synced standby, or undefined. A live standby that has not
+   * acknowledged its snapshot yet (it just joined) gets up to one peer timeout to do so: handing off
+   * beats a failover. Stepped by acknowledgements and timers, no promise in between.
    */
-  async syncedSuccessor(): Promise<PeerState | undefined> {
+  findSyncedSuccessor(then: (successor: PeerState | undefined) => void): void {
     const { membership, node, replicator } = this.#deps;
     const others = membership.peers.filter((peer) => peer.index !== membership.self);
     const deadline = node.clock.now() + membership.timing.peerTimeoutMs;
-    for (;;) {
+    const check = (): void => {
       const synced = others.find((peer) => this.isSyncedStandby(peer));
-      if (synced) return synced;
+      if (synced) return then(synced);
       const joining = others.some((peer) => peer.role === "standby" && membership.isLive(peer));
-      if (!joining || node.clock.now() >= deadline) return undefined;
+      if (!joining || node.clock.now() >= deadline) return then(undefined);
       this.snapshotNewStandbys();
       // Its acknowledgement is what makes it synced; the timeout re-checks liveness meanwhile.
-      await replicator.nextAck(10);
-    }
+      replicator.nextAck(10, check);
+    };
+    check();
   }
 }

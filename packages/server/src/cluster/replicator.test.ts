@@ -21,6 +21,16 @@ function fakeLink(): ReplicaLink & { lines: string[] } {
   };
 }
 
+/** Starts a handoff; the returned function tells how it ended so far (undefined: not yet). */
+function startHandoff(replicator: Replicator, link: ReplicaLink, epoch: bigint, timeoutMs: number) {
+  let outcome: boolean | undefined;
+  replicator.handoff(link, epoch, timeoutMs, (acked) => {
+    expect(outcome).toBeUndefined(); // once
+    outcome = acked;
+  });
+  return () => outcome;
+}
+
 /** A replicator on a manual clock; `clock.advance()` then `timers.runDue()` moves time. */
 function replicatorAt(window?: number, foldIntervalMs?: number) {
   const clock = new ManualClock();
@@ -94,23 +104,25 @@ describe("Replicator", () => {
     expect(replicator.lag(link)).toBeUndefined();
   });
 
-  it("resolves a handoff on its acknowledgement, and fails it on disconnect or timeout", async () => {
-    const { replicator, advance } = replicatorAt();
+  it("ends a handoff at its acknowledgement, and fails it on disconnect or timeout, once", () => {
+    const { replicator, advance, timers } = replicatorAt();
     replicator.enabled = true;
     const link = fakeLink();
     replicator.sendSnapshot(link, table, 3n);
-    const acked = replicator.handoff(link, 3n, 5_000);
+    const acked = startHandoff(replicator, link, 3n, 5_000);
     expect(link.lines.at(-1)).toBe("!O 1 3");
+    expect(acked()).toBeUndefined();
     replicator.acknowledged(link, 1);
-    await expect(acked).resolves.toBe(true);
+    expect(acked()).toBe(true);
 
-    const dropped = replicator.handoff(link, 3n, 5_000);
+    const dropped = startHandoff(replicator, link, 3n, 5_000);
     replicator.disconnected(link);
-    await expect(dropped).resolves.toBe(false);
+    expect(dropped()).toBe(false);
 
-    const unanswered = replicator.handoff(fakeLink(), 3n, 1);
+    const unanswered = startHandoff(replicator, fakeLink(), 3n, 1);
     advance(1);
-    await expect(unanswered).resolves.toBe(false);
+    expect(unanswered()).toBe(false);
+    expect(timers.size).toBe(0);
   });
 
   it("holds changes back while a standby is a window behind, and sends them folded once it acknowledges", async () => {
@@ -133,10 +145,10 @@ describe("Replicator", () => {
     expect(link.lines).toHaveLength(6);
 
     // A handoff never leaves anything behind: it drains first.
-    const acked = replicator.handoff(link, 1n, 5_000);
+    const acked = startHandoff(replicator, link, 1n, 5_000);
     expect(link.lines.slice(6)).toEqual(["!G 6 c 4 1000", "!O 7 1"]);
     replicator.acknowledged(link, 7);
-    await expect(acked).resolves.toBe(true);
+    expect(acked()).toBe(true);
     expect(replicator.lag(link)).toEqual({ ops: 0, sinceAckMs: 0 });
   });
 
@@ -188,25 +200,23 @@ describe("Replicator", () => {
     expect(replicator.lag(slow)).toEqual({ ops: 4, sinceAckMs: 0 });
   });
 
-  it("wakes a waiter at the next acknowledgement, or at its timeout", async () => {
-    {
-      const { replicator, advance, timers } = replicatorAt();
-      const link = fakeLink();
-      replicator.sendSnapshot(link, table, 1n);
-      let woken = 0;
-      void replicator.nextAck(1_000).then(() => woken++);
-      replicator.acknowledged(link, 0);
-      await Promise.resolve();
-      expect(woken).toBe(1);
-      void replicator.nextAck(1_000).then(() => woken++);
-      advance(999);
-      await Promise.resolve();
-      expect(woken).toBe(1);
-      advance(1);
-      await Promise.resolve();
-      expect(woken).toBe(2);
-      expect(timers.size).toBe(0);
-    }
+  it("wakes a waiter at the next acknowledgement (once it is recorded), or at its timeout", () => {
+    const { replicator, advance, timers } = replicatorAt();
+    const link = fakeLink();
+    replicator.sendSnapshot(link, table, 1n);
+    let woken = 0;
+    replicator.nextAck(1_000, () => {
+      expect(replicator.isSynced(link)).toBe(true);
+      woken++;
+    });
+    replicator.acknowledged(link, 0);
+    expect(woken).toBe(1);
+    replicator.nextAck(1_000, () => woken++);
+    advance(999);
+    expect(woken).toBe(1);
+    advance(1);
+    expect(woken).toBe(2);
+    expect(timers.size).toBe(0);
   });
 
   describe("a large snapshot", () => {
@@ -283,12 +293,10 @@ describe("Replicator", () => {
       }
       expect(link.lines).toHaveLength(sent);
       // No handoff to a peer that has not got the whole table.
-      return replicator.handoff(link, 4n, 1_000).then((acked) => {
-        expect(acked).toBe(false);
-        replicator.disconnected(link);
-        expect(timers.size).toBe(0);
-        expect(replicator.isStreaming(link)).toBe(false);
-      });
+      expect(startHandoff(replicator, link, 4n, 1_000)()).toBe(false);
+      replicator.disconnected(link);
+      expect(timers.size).toBe(0);
+      expect(replicator.isStreaming(link)).toBe(false);
     });
   });
 });

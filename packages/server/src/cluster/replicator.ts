@@ -228,45 +228,50 @@ export class Replicator implements EngineJournal {
       );
   }
 
-  /** Sends a handoff on `link` and resolves true once the peer acknowledges it (false on timeout). */
-  handoff(link: ReplicaLink, epoch: bigint, timeoutMs: number): Promise<boolean> {
-    const seq = ++this.#seq;
-    const frame: PeerFrame = { peer: "O", seq, epoch };
+  /**
+   * Sends a handoff on `link`, then calls `done(true)` once the peer acknowledges it, or
+   * `done(false)` on timeout or disconnect: once, from the acknowledgement's or the timer's event
+   * (or at once, for a peer still being sent a snapshot), never later from a promise.
+   */
+  handoff(link: ReplicaLink, epoch: bigint, timeoutMs: number, done: (acked: boolean) => void): void {
     const target = this.#targets.get(link);
     // A peer still being sent a snapshot is no successor (the caller checks it is synced).
-    if (target?.snapshot) return Promise.resolve(false);
+    if (target?.snapshot) {
+      done(false);
+      return;
+    }
+    const seq = ++this.#seq;
+    const frame: PeerFrame = { peer: "O", seq, epoch };
     // The successor must have every change before it takes over.
     if (target) this.#drain(link, target);
     link.send(encodePeer(frame));
     link.flush();
-    return new Promise((resolve) => {
-      const timer = this.#timers.after(timeoutMs, () => settle(false));
-      const settle = (acked: boolean) => {
-        timer.cancel();
-        resolve(acked);
-      };
-      const list = this.#waiters.get(link) ?? [];
-      list.push({ seq, resolve: settle });
-      this.#waiters.set(link, list);
-    });
+    let settled = false;
+    const settle = (acked: boolean) => {
+      if (settled) return;
+      settled = true;
+      timer.cancel();
+      done(acked);
+    };
+    const timer = this.#timers.after(timeoutMs, () => settle(false));
+    const list = this.#waiters.get(link) ?? [];
+    list.push({ seq, resolve: settle });
+    this.#waiters.set(link, list);
   }
 
-  /** Resolves at the next acknowledgement from any peer (or after `timeoutMs`). */
-  nextAck(timeoutMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = this.#timers.after(timeoutMs, done);
-      const listeners = this.#ackListeners;
-      function done() {
-        timer.cancel();
-        listeners.delete(done);
-        resolve();
-      }
-      listeners.add(done);
-    });
+  /** Calls `then` at the next acknowledgement from any peer (after it is recorded), or after `timeoutMs`. */
+  nextAck(timeoutMs: number, then: () => void): void {
+    const listeners = this.#ackListeners;
+    const done = () => {
+      timer.cancel();
+      listeners.delete(done);
+      then();
+    };
+    const timer = this.#timers.after(timeoutMs, done);
+    listeners.add(done);
   }
 
   acknowledged(link: ReplicaLink, seq: number): void {
-    for (const listener of this.#ackListeners) listener();
     const target = this.#targets.get(link);
     if (target && seq > target.ackedSeq) {
       target.ackedSeq = seq;
@@ -274,14 +279,17 @@ export class Replicator implements EngineJournal {
       // Caught up enough: send what was held back, folded.
       if (target.folding && !this.#behind(target)) this.#scheduleDrain(link, target);
     }
-    const list = this.#waiters.get(link);
-    if (!list) return;
-    const remaining = list.filter((waiter) => {
-      if (waiter.seq > seq) return true;
-      waiter.resolve(true);
-      return false;
-    });
-    this.#waiters.set(link, remaining);
+    const list = this.#waiters.get(link) ?? [];
+    const acked = list.filter((waiter) => waiter.seq <= seq);
+    if (acked.length > 0)
+      this.#waiters.set(
+        link,
+        list.filter((waiter) => waiter.seq > seq),
+      );
+    // Everything is recorded before anyone waiting hears of it: a handoff that completes here may
+    // change the replicator (a demotion stops every stream).
+    for (const listener of [...this.#ackListeners]) listener();
+    for (const waiter of acked) waiter.resolve(true);
   }
 
   /** The link's connection closed: it needs a new snapshot, and pending handoffs fail. */
@@ -289,8 +297,9 @@ export class Replicator implements EngineJournal {
     const target = this.#targets.get(link);
     if (target) this.#forget(target);
     this.#targets.delete(link);
-    for (const waiter of this.#waiters.get(link) ?? []) waiter.resolve(false);
+    const waiting = this.#waiters.get(link) ?? [];
     this.#waiters.delete(link);
+    for (const waiter of waiting) waiter.resolve(false);
   }
 
   /** Stop streaming to everyone (demotion); each peer gets a snapshot again if this node is active later. */

@@ -28,7 +28,8 @@ export interface RoleDeps {
  * The Cluster's role changes, carried out: promotion with an epoch above every epoch known, demotion,
  * moving above a rival's epoch, handoff, and learning epochs (an active that learns of a later one
  * moves above it before its next grant). Membership decides; this acts. Runs on the node's event
- * loop, one call at a time; a handoff spans awaits, during which `busy` and `handingOff` hold.
+ * loop, one call at a time; a handoff spans events (until its acknowledgement or timeout), during
+ * which `busy` and `handingOff` hold.
  */
 export class RoleChanges {
   readonly #deps: RoleDeps;
@@ -121,7 +122,7 @@ export class RoleChanges {
         return;
       }
       case "handoff":
-        void this.handoff(decision.to, "a higher-priority node is back and synced");
+        this.handoff(decision.to, "a higher-priority node is back and synced");
         return;
     }
   }
@@ -176,43 +177,52 @@ export class RoleChanges {
 
   /**
    * Hands the active role to `to`: stop reading clients, send the handoff after the whole stream,
-   * wait for the successor to promote and acknowledge, then redirect queued acquires to it.
+   * and once the successor promoted and acknowledged (or did not in time), end it: `#handoffEnded`.
+   * A handoff is a state (`busy`, `handingOff`) that the acknowledgement or the timeout ends, not a
+   * promise: nothing of it runs between events. `done` is called once it ended.
    */
-  async handoff(to: PeerState, reason: string): Promise<void> {
+  handoff(to: PeerState, reason: string, done: () => void = () => {}): void {
     const link = this.#deps.links.get(to.index);
-    if (!link) return;
+    if (!link) {
+      done();
+      return;
+    }
     this.#busy = true;
     this.#handingOff = true;
     this.#deps.hooks.pauseClients();
     // No lease may expire (and hand its key to a waiter) here: the successor already has the table.
     this.#deps.node.setRole("standby", undefined);
-    try {
-      // The successor takes an epoch above everything this node knows of, not just its own epoch.
-      const acked = await this.#deps.replicator.handoff(
-        link,
-        this.#deps.node.epochs.highest,
-        this.#deps.handoffTimeoutMs,
-      );
-      if (!acked) {
-        this.#deps.node.setRole("active", this.#deps.membership.selfAddress);
-        // Epochs heard while handing off raised nothing: move above them before serving again.
-        const highest = this.#deps.node.epochs.highest;
-        if (highest > this.#deps.node.epoch) this.act({ action: "raise-epoch", above: highest });
-        return;
-      }
-      // The successor may already have sent its snapshot (on another connection): keep that one.
-      this.#stepDownTo(to.address, { keepTable: this.#deps.standby.source === to.address });
-      this.#deps.membership.assumeRole(to, "active");
-      this.counters.handoffs += 1;
-      this.#deps.events.roleChanged(
-        "standby",
-        `handed off to ${to.address}: ${reason}`,
-        this.#deps.node.epoch,
-      );
-    } finally {
-      this.#deps.hooks.resumeClients();
-      this.#handingOff = false;
-      this.#busy = false;
+    // The successor takes an epoch above everything this node knows of, not just its own epoch.
+    this.#deps.replicator.handoff(
+      link,
+      this.#deps.node.epochs.highest,
+      this.#deps.handoffTimeoutMs,
+      (acked) => {
+        try {
+          this.#handoffEnded(to, reason, acked);
+        } finally {
+          this.#deps.hooks.resumeClients();
+          this.#handingOff = false;
+          this.#busy = false;
+        }
+        done();
+      },
+    );
+  }
+
+  /** Acknowledged: step down for `to`. Not: serve again, above any epoch heard meanwhile. */
+  #handoffEnded(to: PeerState, reason: string, acked: boolean): void {
+    if (!acked) {
+      this.#deps.node.setRole("active", this.#deps.membership.selfAddress);
+      // Epochs heard while handing off raised nothing: move above them before serving again.
+      const highest = this.#deps.node.epochs.highest;
+      if (highest > this.#deps.node.epoch) this.act({ action: "raise-epoch", above: highest });
+      return;
     }
+    // The successor may already have sent its snapshot (on another connection): keep that one.
+    this.#stepDownTo(to.address, { keepTable: this.#deps.standby.source === to.address });
+    this.#deps.membership.assumeRole(to, "active");
+    this.counters.handoffs += 1;
+    this.#deps.events.roleChanged("standby", `handed off to ${to.address}: ${reason}`, this.#deps.node.epoch);
   }
 }

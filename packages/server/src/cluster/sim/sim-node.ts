@@ -267,14 +267,16 @@ export class SimNode implements Host {
    * SIGTERM: a graceful stop as lockd does it: the cluster hands off if it is the active, then
    * queued acquires get SHUTTING_DOWN and the process exits.
    */
-  async stop(): Promise<void> {
+  stop(): void {
     const cluster = this.cluster;
     if (!this.up || !cluster) return;
-    await cluster.stop();
-    if (this.cluster !== cluster) return;
-    for (const session of this.sessions)
-      session.verbs.failPending("SHUTTING_DOWN", "the server is shutting down");
-    this.kill();
+    // Stepped by the world's events (the successor's acknowledgement, timers): no promise to pump.
+    cluster.stopThen(() => {
+      if (this.cluster !== cluster) return;
+      for (const session of this.sessions)
+        session.verbs.failPending("SHUTTING_DOWN", "the server is shutting down");
+      this.kill();
+    });
   }
 
   /** SIGSTOP: nothing of this node runs; what reaches it waits. */

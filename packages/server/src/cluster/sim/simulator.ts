@@ -184,7 +184,7 @@ function scheduleFault(
     }
     case "stop": {
       const node = nodes[fault.node]!;
-      at(fault.at, () => void node.stop());
+      at(fault.at, () => node.stop());
       at(end, () => {
         if (!node.up) node.start();
       });

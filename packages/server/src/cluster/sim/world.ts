@@ -125,9 +125,6 @@ export class SimWorld {
       } else this.scheduler.runNext(nextAt);
       this.events += 1;
       afterEach?.();
-      // Promise continuations (a handoff waiting for its acknowledgement) run between events, as
-      // they would between two I/O callbacks.
-      for (let hop = 0; hop < 20; hop++) await undefined;
     }
   }
 
