@@ -1,14 +1,14 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { EpochStoreError, LockServer } from "@lock/server";
+import { EpochStoreError, LockServer, type LockServerOptions } from "@lock/server";
 import { useFastIo } from "@lock/socket-io";
 import { pino } from "pino";
 import { ConfigError } from "./address.js";
 import { startAdmin } from "./admin.js";
 import { AuthFailureLog } from "./auth-failure-log.js";
 import { ClusterLog } from "./cluster-log.js";
-import { parseConfig, usage } from "./config.js";
+import { type LockdConfig, parseConfig, usage } from "./config.js";
 import { checkDataDir } from "./data-dir.js";
 import { epochAheadLog, epochAheadStatus } from "./epoch-ahead.js";
 import { LockdMetrics } from "./metrics.js";
@@ -16,46 +16,16 @@ import { StatusHistory } from "./status-history.js";
 
 const version: string = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
 
+type Log = ReturnType<typeof pino>;
+type ClusterOptions = NonNullable<LockServerOptions["cluster"]>;
+
 async function main(): Promise<void> {
-  let parsed: ReturnType<typeof parseConfig>;
-  try {
-    parsed = parseConfig(process.argv.slice(2), process.env);
-    if (!parsed.help && !parsed.version) checkDataDir(parsed.config.dataDir);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    process.stderr.write(`lockd: ${error.message}\nrun lockd --help for the flags\n`);
-    process.exit(2);
-  }
-  if (parsed.help) {
-    process.stdout.write(`${usage()}\n`);
-    return;
-  }
-  if (parsed.version) {
-    process.stdout.write(`${version}\n`);
-    return;
-  }
-  const config = parsed.config;
-  // Synchronous writes: lockd logs events, not requests, so this costs nothing, and nothing is pending
-  // at exit. With pino's default asynchronous stream, exiting with an unread or closed stdout (a log
-  // collector that died) makes the exit-time flush retry a broken pipe forever, and SIGTERM never
-  // finishes.
-  const log = pino({ name: "lockd", level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
+  const config = readConfig();
+  if (config === undefined) return;
+  const log = openLog(config);
   const authFailures = new AuthFailureLog((fields, message) => log.warn(fields, message));
-  // A client sending a token this server does not check is accepted (a rollout may give clients
-  // their token first), but it may believe it is protected: said once, counted always.
-  let warnedAuthNotRequired = false;
-  const metrics = new LockdMetrics(
-    (remote) => authFailures.failed(remote),
-    (remote) => {
-      if (warnedAuthNotRequired) return;
-      warnedAuthNotRequired = true;
-      log.warn(
-        { remote },
-        "a client sent an auth token (H), but this server has none: its token is not checked and anyone who reaches the port is served; set --auth-token-file to require it (lockd_auth_not_required_total counts them; this is said once)",
-      );
-    },
-  );
-  // Filled by the cluster's events below: the status page's recent changes, /readyz's sync view.
+  const metrics = new LockdMetrics((remote) => authFailures.failed(remote), onceAuthNotRequired(log));
+  // Filled by the cluster's events: the status page's recent changes, /readyz's sync view.
   let server: LockServer | undefined;
   const clusterLog = new ClusterLog(() => server?.node.advertise ?? "this node");
   // At start and at every promotion: an epoch ahead of the clock is served anyway, and said loudly.
@@ -74,7 +44,89 @@ async function main(): Promise<void> {
   if (config.peers && config.peerToken === undefined) {
     log.warn("no peer token (--insecure): anyone who reaches the client port can join this cluster");
   }
-  server = await LockServer.start({
+  const events = clusterEvents(log, metrics, clusterLog, warnIfEpochAhead);
+  const started = await LockServer.start(serverOptions(config, metrics, events));
+  server = started;
+  metrics.attach(started);
+  warnIfEpochAhead();
+  const history = statusHistory(started);
+  const stopHistory = history.start();
+  const admin = config.admin
+    ? await startAdmin(config.admin, {
+        server: started,
+        metrics,
+        history,
+        clusterLog,
+        version,
+        adminToken: config.adminToken,
+      })
+    : undefined;
+
+  // Signals are handled before "ready" is announced: whoever waits for it may stop us at once.
+  handleSignals(log, async () => {
+    stopHistory();
+    await Promise.all([started.close(config.shutdownGraceMs), admin?.close()]);
+    authFailures.flush();
+  });
+  const adminAddress = admin?.server.address();
+  logReady(log, config, started, {
+    adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
+    directWrites,
+  });
+}
+
+/** The configuration to run with, or undefined once --help or --version is answered. */
+function readConfig(): LockdConfig | undefined {
+  let parsed: ReturnType<typeof parseConfig>;
+  try {
+    parsed = parseConfig(process.argv.slice(2), process.env);
+    if (!parsed.help && !parsed.version) checkDataDir(parsed.config.dataDir);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`lockd: ${error.message}\nrun lockd --help for the flags\n`);
+    process.exit(2);
+  }
+  if (parsed.help) {
+    process.stdout.write(`${usage()}\n`);
+    return undefined;
+  }
+  if (parsed.version) {
+    process.stdout.write(`${version}\n`);
+    return undefined;
+  }
+  return parsed.config;
+}
+
+function openLog(config: LockdConfig): Log {
+  // Synchronous writes: lockd logs events, not requests, so this costs nothing, and nothing is pending
+  // at exit. With pino's default asynchronous stream, exiting with an unread or closed stdout (a log
+  // collector that died) makes the exit-time flush retry a broken pipe forever, and SIGTERM never
+  // finishes.
+  return pino({ name: "lockd", level: config.logLevel }, pino.destination({ dest: 1, sync: true }));
+}
+
+/**
+ * A client sending a token this server does not check is accepted (a rollout may give clients
+ * their token first), but it may believe it is protected: said once, counted always (by metrics).
+ */
+function onceAuthNotRequired(log: Log): (remote: string) => void {
+  let warned = false;
+  return (remote) => {
+    if (warned) return;
+    warned = true;
+    log.warn(
+      { remote },
+      "a client sent an auth token (H), but this server has none: its token is not checked and anyone who reaches the port is served; set --auth-token-file to require it (lockd_auth_not_required_total counts them; this is said once)",
+    );
+  };
+}
+
+function serverOptions(
+  config: LockdConfig,
+  metrics: LockdMetrics,
+  events: ClusterOptions["events"],
+): LockServerOptions {
+  return {
     host: config.listen.host,
     port: config.listen.port,
     dataDir: config.dataDir,
@@ -93,68 +145,68 @@ async function main(): Promise<void> {
             ...(config.peerToken ? { peerToken: config.peerToken } : {}),
             ...(config.tls ? { tls: config.tlsCa ? { ca: config.tlsCa } : {} } : {}),
             timing: { heartbeatMs: config.heartbeatMs, peerTimeoutMs: config.peerTimeoutMs },
-            events: {
-              roleChanged: (role, reason, epoch) => {
-                metrics.roleChanged(role);
-                clusterLog.roleChanged(role, reason, epoch);
-                log.info({ role, reason, epoch: epoch.toString() }, "role changed");
-                if (role === "active") warnIfEpochAhead();
-              },
-              following: (active) => {
-                clusterLog.following(active);
-                log.info({ active: active ?? null }, "following active");
-              },
-              peerRefused: (peer, reply) => log.error({ peer, reply }, "peer refused the cluster link"),
-              // Rate-limited by the server (one line per 10 s, `count` says how many it stands for).
-              peerRejected: (remote, node, reason, count) =>
-                log.warn({ remote, node: node ?? null, reason, count }, "peer rejected"),
-              peerLinkDropped: (peer, reason, count) =>
-                log.error({ peer, reason, count }, "peer link dropped"),
-              serving: (epoch) => log.info({ epoch: epoch.toString() }, "serving"),
-              // One line per change (a peer that flaps logs each flap), never one per heartbeat.
-              peerLiveness: (peer, live, role) => {
-                clusterLog.peerLiveness(peer, live, role);
-                if (live) log.info({ peer, role: role ?? null }, "peer live");
-                else log.warn({ peer, role: role ?? null }, "peer lost");
-              },
-              epochRefused: (from, epoch, reason) =>
-                log.error({ from, epoch: epoch.toString(), reason }, "epoch refused"),
-              stalled: (gapMs, role) =>
-                log.warn(
-                  { gapMs, role },
-                  role === "active"
-                    ? "this process stalled: holding grants until the cluster confirms this node is still the active"
-                    : "this process stalled: listening for one peer timeout before it may promote",
-                ),
-            },
+            ...(events ? { events } : {}),
           },
         }
       : {}),
-  });
-  metrics.attach(server);
-  warnIfEpochAhead();
+  };
+}
+
+/** The cluster's events, logged, counted and kept for the status page. */
+function clusterEvents(
+  log: Log,
+  metrics: LockdMetrics,
+  clusterLog: ClusterLog,
+  warnIfEpochAhead: () => void,
+): ClusterOptions["events"] {
+  return {
+    roleChanged: (role, reason, epoch) => {
+      metrics.roleChanged(role);
+      clusterLog.roleChanged(role, reason, epoch);
+      log.info({ role, reason, epoch: epoch.toString() }, "role changed");
+      if (role === "active") warnIfEpochAhead();
+    },
+    following: (active) => {
+      clusterLog.following(active);
+      log.info({ active: active ?? null }, "following active");
+    },
+    peerRefused: (peer, reply) => log.error({ peer, reply }, "peer refused the cluster link"),
+    // Rate-limited by the server (one line per 10 s, `count` says how many it stands for).
+    peerRejected: (remote, node, reason, count) =>
+      log.warn({ remote, node: node ?? null, reason, count }, "peer rejected"),
+    peerLinkDropped: (peer, reason, count) => log.error({ peer, reason, count }, "peer link dropped"),
+    serving: (epoch) => log.info({ epoch: epoch.toString() }, "serving"),
+    // One line per change (a peer that flaps logs each flap), never one per heartbeat.
+    peerLiveness: (peer, live, role) => {
+      clusterLog.peerLiveness(peer, live, role);
+      if (live) log.info({ peer, role: role ?? null }, "peer live");
+      else log.warn({ peer, role: role ?? null }, "peer lost");
+    },
+    epochRefused: (from, epoch, reason) =>
+      log.error({ from, epoch: epoch.toString(), reason }, "epoch refused"),
+    stalled: (gapMs, role) =>
+      log.warn(
+        { gapMs, role },
+        role === "active"
+          ? "this process stalled: holding grants until the cluster confirms this node is still the active"
+          : "this process stalled: listening for one peer timeout before it may promote",
+      ),
+  };
+}
+
+function statusHistory(server: LockServer): StatusHistory {
   const engine = server.node.engine;
-  const history = new StatusHistory({
+  return new StatusHistory({
     grants: () => engine.counters.grants,
     replicatedGrants: () => server.cluster?.replicatedGrants ?? 0,
     handoffs: () => engine.counters.handoffs,
     keysHeld: () => engine.keyCount,
     waiters: () => engine.waiterCount,
   });
-  const stopHistory = history.start();
-  const admin = config.admin
-    ? await startAdmin(config.admin, {
-        server,
-        metrics,
-        history,
-        clusterLog,
-        version,
-        adminToken: config.adminToken,
-      })
-    : undefined;
-  const adminAddress = admin?.server.address();
+}
 
-  // Signals are handled before "ready" is announced: whoever waits for it may stop us at once.
+/** SIGINT and SIGTERM stop gracefully (a second one exits at once); SIGHUP is only logged. */
+function handleSignals(log: Log, close: () => Promise<void>): void {
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -163,9 +215,7 @@ async function main(): Promise<void> {
     }
     stopping = true;
     log.info({ signal }, "stopping");
-    stopHistory();
-    await Promise.all([server.close(config.shutdownGraceMs), admin?.close()]);
-    authFailures.flush();
+    await close();
     log.info("stopped");
     process.exit(0);
   };
@@ -180,7 +230,14 @@ async function main(): Promise<void> {
       "SIGHUP ignored: lockd has no configuration to reload (restart it to change a flag; SIGTERM stops it)",
     ),
   );
+}
 
+function logReady(
+  log: Log,
+  config: LockdConfig,
+  server: LockServer,
+  extra: { adminPort: number | null; directWrites: boolean },
+): void {
   log.info(
     {
       version,
@@ -189,13 +246,13 @@ async function main(): Promise<void> {
       advertise: server.node.advertise,
       dataDir: config.dataDir,
       epoch: server.node.epoch.toString(),
-      adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
+      adminPort: extra.adminPort,
       tls: config.tls !== undefined,
       auth: config.authToken !== undefined,
       peerAuth: config.peers ? config.peerToken !== undefined : null,
       adminAuth: config.adminToken !== undefined,
       peers: config.peers ?? null,
-      fastIo: config.fastIo ? (directWrites ? "reads and writes" : "reads") : "off",
+      fastIo: config.fastIo ? (extra.directWrites ? "reads and writes" : "reads") : "off",
     },
     "lockd ready",
   );

@@ -35,20 +35,7 @@ export class LockdMetrics implements ServerObserver {
     // prom-client's default metrics are already named process_* and nodejs_*: the prefix is lockd_
     // alone, which gives lockd_process_cpu_user_seconds_total and lockd_nodejs_eventloop_lag_seconds.
     collectDefaultMetrics({ register: this.registry, prefix: "lockd_" });
-    const counts = this.#requests;
-    const reported: Record<string, number> = { ...counts };
-    new Counter({
-      name: "lockd_requests_total",
-      help: "Requests received, by verb",
-      labelNames: ["verb"],
-      registers: [this.registry],
-      collect() {
-        for (const verb of VERBS) {
-          this.inc({ verb }, counts[verb]! - reported[verb]!);
-          reported[verb] = counts[verb]!;
-        }
-      },
-    });
+    this.#registerRequestCounter();
     this.#errors = new Counter({
       name: "lockd_errors_total",
       help: "E replies sent, by error code",
@@ -77,6 +64,31 @@ export class LockdMetrics implements ServerObserver {
       help: "H (auth token) sent to this server, which has no auth token: accepted, checked by no one",
       registers: [this.registry],
     });
+    this.#registerClusterMetrics();
+    this.#registerEngineCounters();
+    this.#registerGauges();
+  }
+
+  /** lockd_requests_total: plain counts on the hot path, added to the counter when Prometheus scrapes. */
+  #registerRequestCounter(): void {
+    const counts = this.#requests;
+    const reported: Record<string, number> = { ...counts };
+    new Counter({
+      name: "lockd_requests_total",
+      help: "Requests received, by verb",
+      labelNames: ["verb"],
+      registers: [this.registry],
+      collect() {
+        for (const verb of VERBS) {
+          this.inc({ verb }, counts[verb]! - reported[verb]!);
+          reported[verb] = counts[verb]!;
+        }
+      },
+    });
+  }
+
+  /** Promotions, demotions, handoffs and epoch raises, and the replication lag by standby. */
+  #registerClusterMetrics(): void {
     this.#clusterCounter("lockd_promotions_total", "Promotions of this node to active", (c) => c.promotions);
     this.#clusterCounter(
       "lockd_demotions_total",
@@ -106,6 +118,10 @@ export class LockdMetrics implements ServerObserver {
         }
       },
     });
+  }
+
+  /** The engine's counters, read when Prometheus scrapes. */
+  #registerEngineCounters(): void {
     this.#engineCounter("lockd_grants_total", "Grants, immediate and handoffs", (c) => c.grants);
     this.#engineCounter(
       "lockd_handoffs_total",
@@ -121,6 +137,10 @@ export class LockdMetrics implements ServerObserver {
     this.#engineCounter("lockd_extensions_total", "Lease extensions", (c) => c.extensions);
     this.#engineCounter("lockd_expiries_total", "Leases that ran out and were reclaimed", (c) => c.expiries);
     this.#engineCounter("lockd_timeouts_total", "Acquires whose wait ran out (T replies)", (c) => c.timeouts);
+  }
+
+  /** What the server holds now: keys, waiters, connections, unsent bytes, epoch and role. */
+  #registerGauges(): void {
     this.#gauge("lockd_keys_held", "Keys held now", (s) => s.node.engine.keyCount);
     this.#gauge(
       "lockd_waiters",

@@ -1,2 +1,2 @@
 // The client's timers run on the shared TimerQueue (one heap, one host timer).
-export { type Timer, TimerQueue } from "@lock/deadline-heap";
+export { EarliestTimer, type Timer, TimerQueue } from "@lock/deadline-heap";

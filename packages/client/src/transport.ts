@@ -4,7 +4,7 @@ import { NoServerError, ProtocolError } from "./errors.js";
 import type { Emitter } from "./events.js";
 import type { ResolvedOptions } from "./options.js";
 import { type PoolSlot, ServerPool } from "./server-pool.js";
-import type { Timer, TimerQueue } from "./timers.js";
+import { EarliestTimer, type Timer, type TimerQueue } from "./timers.js";
 
 /** What requests need from the connections; Transport implements it, unit tests fake it. */
 export interface Router {
@@ -307,33 +307,5 @@ export class Transport implements Router, ConnectionListener {
 
   #scheduleReconnect(): void {
     this.#reconnectTimer.schedule(this.pool.nextConnectAt());
-  }
-}
-
-/** One timer at the earliest deadline asked for so far; it runs `callback` once and is free again. */
-class EarliestTimer {
-  readonly #timers: TimerQueue;
-  readonly #callback: () => void;
-  #timer: Timer | undefined;
-  #at = Number.POSITIVE_INFINITY;
-
-  constructor(timers: TimerQueue, callback: () => void) {
-    this.#timers = timers;
-    this.#callback = callback;
-  }
-
-  /** Runs the callback at `atMs` unless it already runs earlier; undefined asks for nothing. */
-  schedule(atMs: number | undefined): void {
-    if (atMs === undefined || atMs >= this.#at) return;
-    this.#timer?.cancel();
-    this.#at = atMs;
-    this.#timer = this.#timers.at(atMs, () => {
-      this.#at = Number.POSITIVE_INFINITY;
-      this.#callback();
-    });
-  }
-
-  cancel(): void {
-    this.#timer?.cancel();
   }
 }

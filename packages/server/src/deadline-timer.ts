@@ -1,4 +1,4 @@
-import type { Timer, TimerQueue } from "@lock/deadline-heap";
+import { EarliestTimer, type TimerQueue } from "@lock/deadline-heap";
 
 /** What the timer drives: the engine's single deadline structure. */
 export interface DeadlineSource {
@@ -7,27 +7,27 @@ export interface DeadlineSource {
 }
 
 /**
- * The one timer behind every lease and wait: a single entry in the node's TimerQueue, armed for the
- * engine's earliest deadline. Call `poke()` after anything that may have added an earlier deadline;
- * it re-arms only when the earliest deadline moved earlier, so a busy server does not churn timers.
+ * The one timer behind every lease and wait: an EarliestTimer on the node's TimerQueue, armed for
+ * the engine's earliest deadline. Call `poke()` after anything that may have added an earlier
+ * deadline; it re-arms only when the earliest deadline moved earlier, so a busy server does not
+ * churn timers.
  */
 export class DeadlineTimer {
   readonly #source: DeadlineSource;
-  readonly #timers: TimerQueue;
-  #timer: Timer | undefined;
-  #armedFor = Number.POSITIVE_INFINITY;
+  readonly #timer: EarliestTimer;
   #stopped = false;
 
   constructor(source: DeadlineSource, timers: TimerQueue) {
     this.#source = source;
-    this.#timers = timers;
+    this.#timer = new EarliestTimer(timers, () => {
+      this.#source.tick();
+      this.poke();
+    });
   }
 
   poke(): void {
     if (this.#stopped) return;
-    const next = this.#source.nextDeadline();
-    if (next === undefined || next >= this.#armedFor) return;
-    this.#arm(next);
+    this.#timer.schedule(this.#source.nextDeadline());
   }
 
   /** Runs the timer again after `stop()` (a standby promoted to active). */
@@ -38,21 +38,6 @@ export class DeadlineTimer {
 
   stop(): void {
     this.#stopped = true;
-    this.#armedFor = Number.POSITIVE_INFINITY;
-    this.#timer?.cancel();
-    this.#timer = undefined;
+    this.#timer.cancel();
   }
-
-  #arm(deadline: number): void {
-    this.#timer?.cancel();
-    this.#armedFor = deadline;
-    this.#timer = this.#timers.at(deadline, this.#fire);
-  }
-
-  readonly #fire = (): void => {
-    this.#timer = undefined;
-    this.#armedFor = Number.POSITIVE_INFINITY;
-    this.#source.tick();
-    this.poke();
-  };
 }

@@ -1,7 +1,7 @@
 import type { NodeRole } from "@lock/protocol";
-import type { PeerKey } from "../net/peer-auth.js";
 import type { LinkFactory } from "./link.js";
 import type { ClusterTiming } from "./membership.js";
+import type { PeerKey } from "./peer/peer-auth.js";
 
 /** The server-side operations a role change needs. */
 export interface ClusterServerHooks {

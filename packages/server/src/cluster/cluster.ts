@@ -1,9 +1,9 @@
 import type { Timer } from "@lock/deadline-heap";
 import type { NodeRole } from "@lock/protocol";
-import { ListenerHandshake } from "../net/peer-auth.js";
 import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
 import { Membership } from "./membership.js";
+import { ListenerHandshake } from "./peer/peer-auth.js";
 import { PeerLinks } from "./peer-links.js";
 import { PeerReports } from "./peer-reports.js";
 import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";

@@ -9,9 +9,9 @@ import {
   splitAddress,
 } from "@lock/protocol";
 import { SocketWriter } from "@lock/socket-io";
-import { endWithLinger } from "../net/close.js";
-import { PeerKey, type PeerTranscript } from "../net/peer-auth.js";
+import { endWithLinger } from "../io/close.js";
 import type { ClusterLink, LinkEvents, LinkFactory } from "./link.js";
+import { PeerKey, type PeerTranscript } from "./peer/peer-auth.js";
 
 export interface PeerLinkOptions extends LinkEvents {
   /** `host:port` to dial: the peer's `--peers` entry. */

@@ -15,11 +15,11 @@ import {
   type RequestOp,
 } from "@lock/protocol";
 import type { Cluster } from "../cluster/cluster.js";
+import type { ListenerHandshake } from "../cluster/peer/peer-auth.js";
 import { PeerSession } from "../cluster/peer-session.js";
+import { endWithLinger } from "../io/close.js";
+import { LockVerbs, type VerbContext } from "../session/lock-verbs.js";
 import type { SecretChecker } from "./auth.js";
-import { endWithLinger } from "./close.js";
-import { LockVerbs, type VerbContext } from "./lock-verbs.js";
-import type { ListenerHandshake } from "./peer-auth.js";
 import { ReplyOutput } from "./reply-output.js";
 import { RequestIntake } from "./request-intake.js";
 

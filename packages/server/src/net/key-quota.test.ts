@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConnectionKeys } from "./connection-keys.js";
+import { ConnectionKeys } from "../session/connection-keys.js";
 import { client, serve } from "./serve.test.data.js";
 
 const tokenOf = (line: string) => line.split(" ")[2]!;

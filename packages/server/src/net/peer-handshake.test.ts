@@ -11,28 +11,9 @@ import {
   serveNode,
   untilClosed,
 } from "./peer.test.data.js";
-import { PeerKey } from "./peer-auth.js";
 import { client, onCleanup, serve } from "./serve.test.data.js";
 
 const TOKEN = (1n << 24n) + 1n;
-
-describe("PeerKey", () => {
-  it("computes the documented HMAC-SHA256 proofs and checks them in both roles", () => {
-    const key = new PeerKey(PEER_TOKEN);
-    const transcript = { dialer: "a:1", listener: "b:2", dialerNonce: nonce(), listenerNonce: nonce() };
-    const { dialer, listener, dialerNonce, listenerNonce } = transcript;
-    const dialerProof = peerProof(PEER_TOKEN, "dialer", dialer, listener, dialerNonce, listenerNonce);
-    expect(key.proof("dialer", transcript)).toBe(dialerProof);
-    expect(key.verify("dialer", transcript, dialerProof)).toBe(true);
-    // A proof is bound to its side, both addresses and both nonces.
-    expect(key.verify("listener", transcript, dialerProof)).toBe(false);
-    expect(key.verify("dialer", { ...transcript, dialer: "c:3" }, dialerProof)).toBe(false);
-    expect(key.verify("dialer", { ...transcript, listenerNonce: nonce() }, dialerProof)).toBe(false);
-    expect(new PeerKey("another-token-of-the-cluster").verify("dialer", transcript, dialerProof)).toBe(false);
-    expect(new PeerKey(undefined).insecure).toBe(true);
-    expect(key.insecure).toBe(false);
-  });
-});
 
 describe("the listening side of the peer handshake", () => {
   it("makes a connection that proves the peer token a peer link: it joins, replicates and is acknowledged", async () => {

@@ -5,18 +5,18 @@ import { encodeReply, formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { readIntoSharedBuffer } from "@lock/socket-io";
 import { Cluster, type ClusterEvents } from "../cluster/cluster.js";
 import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../cluster/membership.js";
+import { PeerKey } from "../cluster/peer/peer-auth.js";
 import { peerLinks } from "../cluster/peer-link.js";
 import { Replicator } from "../cluster/replicator.js";
 import { type Clock, monotonicClock } from "../engine/clock.js";
 import type { EngineJournal } from "../engine/engine.js";
+import { LingerBudget } from "../io/close.js";
 import { resolveLimits, type ServerLimits } from "../limits.js";
 import { LockNode } from "../node.js";
 import type { ServerObserver } from "../observer.js";
 import { Admission } from "./admission.js";
 import { SecretChecker } from "./auth.js";
-import { LingerBudget } from "./close.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
-import { PeerKey } from "./peer-auth.js";
 import { type PendingHandshake, TlsHandshakes, tlsHandshakeTimeoutMs } from "./tls-handshakes.js";
 
 /** How long a peer link's handshake may take (at least one peer timeout) before the link redials. */

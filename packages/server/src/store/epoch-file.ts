@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { isValidEpoch, MAX_EPOCH } from "@lock/protocol";
+import { isValidEpoch, MAX_EPOCH, parseToken } from "@lock/protocol";
 import { type EpochStore, EpochStoreError } from "../epoch/epoch-store.js";
 import { makeDirectory } from "./make-directory.js";
 
@@ -94,7 +94,7 @@ function parseEpochText(text: string): bigint | undefined {
   }
   if (typeof parsed !== "object" || parsed === null) return undefined;
   const epoch = (parsed as { epoch?: unknown }).epoch;
-  if (typeof epoch !== "string" || !/^(0|[1-9][0-9]{0,19})$/.test(epoch)) return undefined;
-  const value = BigInt(epoch);
-  return isValidEpoch(value) ? value : undefined;
+  // An epoch is written as a token is: a canonical u64 decimal.
+  const value = typeof epoch === "string" ? parseToken(epoch) : undefined;
+  return value !== undefined && isValidEpoch(value) ? value : undefined;
 }

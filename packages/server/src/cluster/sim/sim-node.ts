@@ -9,11 +9,11 @@ import {
 } from "@lock/protocol";
 import { MemoryEpochStore } from "../../epoch/epoch-store.js";
 import { DEFAULT_SERVER_LIMITS } from "../../limits.js";
-import { LockVerbs } from "../../net/lock-verbs.js";
-import { PeerKey } from "../../net/peer-auth.js";
 import { LockNode } from "../../node.js";
+import { LockVerbs } from "../../session/lock-verbs.js";
 import { Cluster, type ClusterEvents } from "../cluster.js";
 import type { ClusterTiming } from "../membership.js";
+import { PeerKey } from "../peer/peer-auth.js";
 import { PeerSession } from "../peer-session.js";
 import { Replicator } from "../replicator.js";
 import { MemoryLink } from "./memory-link.js";

@@ -43,17 +43,43 @@ const DRAIN_LIMIT_MS = 15_000;
  * everything and checks the history (history.ts). The same seed gives the same run.
  */
 export async function simulate(options: SimOptions): Promise<SimResult> {
-  const steps = options.steps ?? 8;
   let world: SimWorld | undefined;
   const now = () => world?.now ?? 0;
   const history = new History(now);
   const log = options.log
     ? (line: string) => options.log!(`${now().toFixed(1).padStart(8)} ${line}`)
     : undefined;
-  const observer: NodeObserver = {
+  world = new SimWorld({
+    seed: options.seed,
+    nodes: options.nodes ?? 3,
+    observer: recordingObserver(history, () => world!, log),
+    ...(options.mutation ? { mutation: options.mutation } : {}),
+  });
+  const plan = schedule(world, history, options, log);
+  await runUntilSettled(world, history, plan, log);
+  const unsettled = history.unsettled();
+  if (unsettled.length > 0) history.fail(`operations never settled: ${unsettled.slice(0, 5).join("; ")}`);
+  return {
+    seed: options.seed,
+    ok: history.failures.length === 0,
+    failures: history.failures,
+    schedule: plan.faults.map((fault) => describeFault(fault, world.names)),
+    counts: history.counts,
+    simulatedMs: Math.round(world.now),
+    events: world.events,
+  };
+}
+
+/** What the nodes do, into the history (and the log). */
+function recordingObserver(
+  history: History,
+  world: () => SimWorld,
+  log: ((line: string) => void) | undefined,
+): NodeObserver {
+  return {
     issued: (node, key, token, id, leaseMs) => {
       log?.(`${node.name} grants ${key} ${token} to ${id}`);
-      history.serving(world!.servingCount);
+      history.serving(world().servingCount);
       const own = node.lock?.epoch ?? 0n;
       const told = own > node.toldEpoch ? own : node.toldEpoch;
       history.issued(node.term, node.name, key, token, id, leaseMs, told);
@@ -72,12 +98,23 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     following: (node, active) => log?.(`${node.name} follows ${active ?? "nobody"}`),
     violation: (node, what) => history.fail(`${node.name}: ${what}`),
   };
-  world = new SimWorld({
-    seed: options.seed,
-    nodes: options.nodes ?? 3,
-    observer,
-    ...(options.mutation ? { mutation: options.mutation } : {}),
-  });
+}
+
+/** The run's plan: its clients, its faults, when everything heals and when clients stop. */
+interface Plan {
+  readonly clients: readonly SimClient[];
+  readonly faults: readonly Fault[];
+  readonly healAt: number;
+  readonly drainAt: number;
+}
+
+/** Schedules the nodes' and clients' starts, the faults, the heal and the drain. */
+function schedule(
+  world: SimWorld,
+  history: History,
+  options: SimOptions,
+  log: ((line: string) => void) | undefined,
+): Plan {
   const { rng, scheduler, network, nodes, names } = world;
   const keys = ["k0", "k1", "k2"];
   const clients = [...Array(options.clients ?? 3).keys()].map(
@@ -87,7 +124,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
 
   for (const node of nodes) scheduler.at(rng.int(0, 300), () => node.start());
   for (const client of clients) scheduler.at(rng.int(300, 600), () => client.start());
-  const faults = planFaults(rng.fork(), nodes.length, steps, 1_500);
+  const faults = planFaults(rng.fork(), nodes.length, options.steps ?? 8, 1_500);
   for (const fault of faults) {
     scheduleFault(fault, nodes, network, scheduler);
     if (log) scheduler.at(fault.at, () => log(`fault: ${describeFault(fault, names).trim()}`));
@@ -105,7 +142,20 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   scheduler.at(drainAt, () => {
     for (const client of clients) client.draining = true;
   });
+  return { clients, faults, healAt, drainAt };
+}
 
+/**
+ * Runs the world past the heal until every client is idle and the nodes have converged (or
+ * failed to within a few checks), or until the clients fail to drain in time.
+ */
+async function runUntilSettled(
+  world: SimWorld,
+  history: History,
+  { clients, healAt, drainAt }: Plan,
+  log: ((line: string) => void) | undefined,
+): Promise<void> {
+  const nodes = world.nodes;
   let finalCheckAt = Math.max(drainAt, healAt + SETTLE_MS);
   let mismatches = 0;
   const serving = () => history.serving(world.servingCount);
@@ -130,17 +180,6 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   } catch (error) {
     history.fail(`exception: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   }
-  const unsettled = history.unsettled();
-  if (unsettled.length > 0) history.fail(`operations never settled: ${unsettled.slice(0, 5).join("; ")}`);
-  return {
-    seed: options.seed,
-    ok: history.failures.length === 0,
-    failures: history.failures,
-    schedule: faults.map((fault) => describeFault(fault, names)),
-    counts: history.counts,
-    simulatedMs: Math.round(world.now),
-    events: world.events,
-  };
 }
 
 /** Exactly one active, and every standby's table equal to its table; else what is wrong. */

@@ -14,6 +14,7 @@ export interface VerbContext {
 
 /** The lock verbs a connection runs once it may (authenticated, not a peer link). */
 export type LockRequest = Exclude<Request, { op: "H" }>;
+type VerbRequest<Op extends LockRequest["op"]> = Extract<LockRequest, { op: Op }>;
 
 /**
  * One client session's lock verbs (`A Y R X C P I`), without a socket: requests in, replies out
@@ -98,90 +99,22 @@ export class LockVerbs implements AcquireSink {
       this.#redirect(request, node.role === "active" ? undefined : node.activeAddress);
       return;
     }
-    const engine = node.engine;
-    const observer = node.observer;
     switch (request.op) {
-      case "A": {
-        const { key, id } = request;
-        if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
-        if (request.waitMs > this.#ctx.limits.maxWaitMs) {
-          this.error(
-            "A",
-            key,
-            id,
-            "WAIT_OUT_OF_RANGE",
-            `wait must be at most ${this.#ctx.limits.maxWaitMs / 1000} s`,
-          );
-          return;
-        }
-        if (this.#pending >= this.#ctx.limits.maxPendingPerConnection) {
-          this.error("A", key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
-          return;
-        }
-        if (!this.#withinKeyQuota("A", key, id)) return;
-        const outcome = engine.acquire(this.#session, {
-          key,
-          leaseMs: request.leaseMs,
-          waitMs: request.waitMs,
-          id,
-          payload: this,
-        });
-        if (outcome.status === "granted") {
-          if (!outcome.replayed) observer.granted(0);
-          this.#keys.granted(key, outcome.token);
-          this.#send({ kind: "A", key, token: outcome.token, id });
-        } else if (outcome.status === "queued") {
-          this.#pending += 1;
-          (outcome.displaced as LockVerbs | undefined)?.displaced();
-        } else {
-          this.error(
-            "A",
-            key,
-            id,
-            outcome.code,
-            outcome.code === "TOO_MANY_KEYS"
-              ? "the server holds too many keys"
-              : "the key's wait queue is full",
-          );
-        }
+      case "A":
+        this.#acquire(request);
         return;
-      }
-      case "Y": {
-        const { key, id } = request;
-        if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
-        if (!this.#withinKeyQuota("Y", key, id)) return;
-        const outcome = engine.tryAcquire(key, request.leaseMs, id, this.#session);
-        if (outcome.status === "granted") {
-          if (!outcome.replayed) observer.granted(0);
-          this.#keys.granted(key, outcome.token);
-          this.#send({ kind: "Y", key, token: outcome.token, id });
-        } else if (outcome.status === "busy") {
-          this.#send({ kind: "N", key, id });
-        } else this.error("Y", key, id, outcome.code, "the server holds too many keys");
+      case "Y":
+        this.#tryAcquire(request);
         return;
-      }
-      case "R": {
-        const { key, token, id } = request;
-        if (!this.#provesOwnership("R", key, token, id)) return;
-        const released = engine.release(key, token);
-        if (released) this.#keys.released(key, token);
-        this.#send({ kind: "R", key, released });
+      case "R":
+        this.#release(request);
         return;
-      }
-      case "X": {
-        const { key, token, id } = request;
-        if (!this.#leaseInRange("X", key, id, request.leaseMs)) return;
-        if (!this.#provesOwnership("X", key, token, id)) return;
-        this.#send({ kind: "X", key, extended: engine.extend(key, token, request.leaseMs) });
+      case "X":
+        this.#extend(request);
         return;
-      }
-      case "C": {
-        // The withdrawn acquire gets its own reply (`T`) on whichever session queued it.
-        const sink = engine.cancel(request.key, request.id);
-        sink?.timedOut(request.key, request.id);
-        this.#send({ kind: "C", key: request.key, cancelled: sink !== undefined });
+      case "C":
+        this.#cancel(request);
         return;
-      }
       case "P":
         this.#send(request.nonce === undefined ? { kind: "P" } : { kind: "P", nonce: request.nonce });
         return;
@@ -189,6 +122,85 @@ export class LockVerbs implements AcquireSink {
         this.#send({ kind: "I", fields: this.#info() });
         return;
     }
+  }
+
+  #acquire(request: VerbRequest<"A">): void {
+    const { key, id } = request;
+    if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
+    if (request.waitMs > this.#ctx.limits.maxWaitMs) {
+      this.error(
+        "A",
+        key,
+        id,
+        "WAIT_OUT_OF_RANGE",
+        `wait must be at most ${this.#ctx.limits.maxWaitMs / 1000} s`,
+      );
+      return;
+    }
+    if (this.#pending >= this.#ctx.limits.maxPendingPerConnection) {
+      this.error("A", key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
+      return;
+    }
+    if (!this.#withinKeyQuota("A", key, id)) return;
+    const outcome = this.#ctx.node.engine.acquire(this.#session, {
+      key,
+      leaseMs: request.leaseMs,
+      waitMs: request.waitMs,
+      id,
+      payload: this,
+    });
+    if (outcome.status === "granted") {
+      if (!outcome.replayed) this.#ctx.node.observer.granted(0);
+      this.#keys.granted(key, outcome.token);
+      this.#send({ kind: "A", key, token: outcome.token, id });
+    } else if (outcome.status === "queued") {
+      this.#pending += 1;
+      (outcome.displaced as LockVerbs | undefined)?.displaced();
+    } else {
+      this.error(
+        "A",
+        key,
+        id,
+        outcome.code,
+        outcome.code === "TOO_MANY_KEYS" ? "the server holds too many keys" : "the key's wait queue is full",
+      );
+    }
+  }
+
+  #tryAcquire(request: VerbRequest<"Y">): void {
+    const { key, id } = request;
+    if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
+    if (!this.#withinKeyQuota("Y", key, id)) return;
+    const outcome = this.#ctx.node.engine.tryAcquire(key, request.leaseMs, id, this.#session);
+    if (outcome.status === "granted") {
+      if (!outcome.replayed) this.#ctx.node.observer.granted(0);
+      this.#keys.granted(key, outcome.token);
+      this.#send({ kind: "Y", key, token: outcome.token, id });
+    } else if (outcome.status === "busy") {
+      this.#send({ kind: "N", key, id });
+    } else this.error("Y", key, id, outcome.code, "the server holds too many keys");
+  }
+
+  #release(request: VerbRequest<"R">): void {
+    const { key, token, id } = request;
+    if (!this.#provesOwnership("R", key, token, id)) return;
+    const released = this.#ctx.node.engine.release(key, token);
+    if (released) this.#keys.released(key, token);
+    this.#send({ kind: "R", key, released });
+  }
+
+  #extend(request: VerbRequest<"X">): void {
+    const { key, token, id } = request;
+    if (!this.#leaseInRange("X", key, id, request.leaseMs)) return;
+    if (!this.#provesOwnership("X", key, token, id)) return;
+    this.#send({ kind: "X", key, extended: this.#ctx.node.engine.extend(key, token, request.leaseMs) });
+  }
+
+  #cancel(request: VerbRequest<"C">): void {
+    // The withdrawn acquire gets its own reply (`T`) on whichever session queued it.
+    const sink = this.#ctx.node.engine.cancel(request.key, request.id);
+    sink?.timedOut(request.key, request.id);
+    this.#send({ kind: "C", key: request.key, cancelled: sink !== undefined });
   }
 
   /**
