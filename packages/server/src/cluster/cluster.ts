@@ -123,10 +123,14 @@ export class Cluster implements PeerSessionHandler {
       this.#reports.flush();
       then();
     };
-    if (this.#node.role !== "active" || this.#roles.busy) return close();
-    this.#links.findSyncedSuccessor((successor) =>
-      successor ? this.#roles.handoff(successor, "shutdown", close) : close(),
-    );
+    if (this.#node.role !== "active" || this.#roles.busy) {
+      close();
+      return;
+    }
+    this.#links.findSyncedSuccessor((successor) => {
+      if (successor) this.#roles.handoff(successor, "shutdown", close);
+      else close();
+    });
   }
 
   /** The listening side of the peer handshake, for one incoming connection. */

@@ -129,9 +129,11 @@ export class PeerLinks {
     const deadline = node.clock.now() + membership.timing.peerTimeoutMs;
     const check = (): void => {
       const synced = others.find((peer) => this.isSyncedStandby(peer));
-      if (synced) return then(synced);
       const joining = others.some((peer) => peer.role === "standby" && membership.isLive(peer));
-      if (!joining || node.clock.now() >= deadline) return then(undefined);
+      if (synced || !joining || node.clock.now() >= deadline) {
+        then(synced);
+        return;
+      }
       this.snapshotNewStandbys();
       // Its acknowledgement is what makes it synced; the timeout re-checks liveness meanwhile.
       replicator.nextAck(10, check);
