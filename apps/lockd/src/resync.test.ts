@@ -2,11 +2,14 @@ import { acquireMany, LockdCluster } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 
 /**
- * A standby restarted while the active holds many locks gets the whole table (sent in chunks while
- * the active keeps serving), and then carries every holder through a kill -9 failover: the new
- * active knows each one, so its holder can release it. Many times the snapshot chunk, small enough
- * for CI; `pnpm bench:resync 5000000` runs the same steps at the issue's scale and reports timings.
+ * A standby restarted while the active holds a million locks gets the whole table (sent in chunks
+ * while the active keeps serving), and then carries every holder through a kill -9 failover: the new
+ * active knows each one, so its holder can release it. A million holders make a snapshot of about
+ * 70 MB: sent in one piece it overflowed the peer link's 64 MiB buffer, the link dropped, and the
+ * standby never synced (issue 20). `pnpm bench:resync 5000000` runs the same steps at 5M.
  */
+const ID_PREFIX = "client-5f3a9c2e81d4b07a-";
+
 describe("resync of a restarted standby", () => {
   let cluster: LockdCluster | undefined;
   afterEach(async () => {
@@ -19,15 +22,17 @@ describe("resync of a restarted standby", () => {
     while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
   };
 
-  it("syncs a large table, then every holder survives the active's death", { timeout: 120_000 }, async () => {
-    const locks = 60_000;
+  it("syncs a large table, then every holder survives the active's death", { timeout: 300_000 }, async () => {
+    const locks = 1_000_000;
     cluster = await LockdCluster.start({
       nodes: 3,
-      args: ["--heartbeat-interval", "0.1", "--peer-timeout", "1"],
+      // One connection takes every lock; a peer timeout of 1 s rides out a loaded CI machine.
+      args: ["--heartbeat-interval", "0.1", "--peer-timeout", "1", "--max-connection-keys", "2000000"],
     });
     await cluster.nodes[0]!.waitForServing({ since: 0 });
     const holder = await cluster.connect(0);
-    await acquireMany(holder, { prefix: "resync:", count: locks, leaseSeconds: 600 });
+    // Ids as long as @lock/client's (a random prefix and a counter): about 70 bytes per snapshot line.
+    await acquireMany(holder, { prefix: "resync:", count: locks, leaseSeconds: 600, idPrefix: ID_PREFIX });
     await until(async () => (await keysOf(2)) === locks);
 
     const roleChanges = () =>
@@ -48,12 +53,12 @@ describe("resync of a restarted standby", () => {
     expect(await keysOf(2)).toBe(locks + 1);
     // A holder releases on the new active with its request id (its connection died with node 0).
     const owner = await cluster.connect(1);
-    const token = /^A resync:59999 (\d+)/.exec(
-      await owner.request(`A resync:59999 600 0 c${(59_999).toString(36)}`),
+    const token = /^A resync:999999 (\d+)/.exec(
+      await owner.request(`A resync:999999 600 0 ${ID_PREFIX}${(999_999).toString(36)}`),
     )?.[1];
     expect(token).toBeDefined();
-    expect(await owner.request(`R resync:59999 ${token} c${(59_999).toString(36)}`)).toMatch(
-      /^R resync:59999 1\b/,
+    expect(await owner.request(`R resync:999999 ${token} ${ID_PREFIX}${(999_999).toString(36)}`)).toMatch(
+      /^R resync:999999 1\b/,
     );
   });
 });
