@@ -14,6 +14,7 @@ import {
   type TryAcquireOutcome,
 } from "./engine-types.js";
 import { HeldKeyIndex } from "./held-key-index.js";
+import { KeyTable } from "./key-table.js";
 import { KeyState, Session, Waiter } from "./records.js";
 import { compareKeys } from "./sorted-keys.js";
 import type { TokenIssuer } from "./token-issuer.js";
@@ -45,7 +46,8 @@ export { DEFAULT_ENGINE_LIMITS } from "./engine-types.js";
  * handed back in `granted` / `timedOut`.
  */
 export class LockEngine<P> {
-  readonly #keys = new Map<string, KeyState<P>>();
+  /** Held keys, split in shards so that no single table grow blocks for long (see KeyTable). */
+  readonly #keys = new KeyTable<KeyState<P>>();
   readonly #heap = new DeadlineHeap<KeyState<P> | Waiter<P>>();
   readonly #clock: Clock;
   readonly #tokens: TokenIssuer;
@@ -276,10 +278,16 @@ export class LockEngine<P> {
     this.#index?.cleared();
   }
 
-  /** Every holder with its remaining lease, for a snapshot. */
+  /**
+   * Every holder with its remaining lease, for a snapshot. Lazy: it may be consumed in chunks with
+   * the engine changing in between. Each key held for the whole iteration is visited exactly once;
+   * a key granted or freed meanwhile may or may not be (see KeyTable). A holder is read when it is
+   * visited (its token and lease as of that step), and `remainingMs` is counted from the clock
+   * reading taken at that step.
+   */
   *holders(): Generator<{ key: string; token: bigint; remainingMs: number; id: string | undefined }> {
-    const now = this.#clock.now();
     for (const state of this.#keys.values()) {
+      const now = this.#clock.now();
       yield {
         key: state.key,
         token: state.token,
