@@ -18,15 +18,21 @@ import { printRow } from "./report.js";
  * `BENCH_ENGINE_MODULE=/path/to/server/dist/index.js` benches another build's engine (e.g. a
  * worktree of main) with this same code. `BENCH_FILL_KEYS` sets the key count.
  *
- * `cycles` (`pnpm bench:engine-fill cycles`): the engine's grant+release cycles per second on
- * reused and on never-reused keys beside 100k held keys, this build against
- * `BENCH_BASELINE_MODULE` (another build's `@lock/server`) in alternating rounds of one process.
+ * `cycles` (`pnpm bench:engine-fill cycles`): the engine's grant+release cycles per CPU second on
+ * reused and on never-reused keys beside `BENCH_HELD` (100k) held keys, this build against
+ * `BENCH_BASELINE_MODULE` (another build's `@lock/server`) in one process: `BENCH_PAIRS` (200)
+ * pairs of `BENCH_CHUNK_CYCLES` (65,536) cycles each; the ratio is baseline time / this build's
+ * time (above 1: this build is faster).
  */
 const KEYS = Number(process.env.BENCH_FILL_KEYS ?? 5_000_000);
 const BATCH = 10_000;
 const SLOWEST = 10;
 /** Steps at least this long are kept for the report (a few thousand at most, even on a loaded machine). */
 const NOTED_MS = 1;
+/** Grant+release cycles per measured chunk of `cycles`. */
+const CHUNK_CYCLES = Number(process.env.BENCH_CHUNK_CYCLES ?? 65_536);
+/** Keys held beside the cycles of `cycles`. */
+const HELD = Number(process.env.BENCH_HELD ?? 100_000);
 
 interface EngineModule {
   LockEngine: typeof import("@lock/server").LockEngine;
@@ -141,43 +147,89 @@ async function fill(): Promise<void> {
   console.log(`most cpu: ${show(byCpu)}`);
 }
 
-/** Grant+release cycles per second for one second, beside 100k held keys (as on a loaded server). */
-function cyclesPerSecond(engine: Engine, keys: "reused" | "unique"): number {
-  const session = engine.openSession("127.0.0.1:1");
-  for (let i = 0; i < 100_000; i++) engine.tryAcquire(`held:${i}`, 3_600_000, undefined, session);
-  const names = Array.from({ length: 1024 }, (_, i) => `cycle:${i}`);
-  const started = performance.now();
-  let count = 0;
-  while (performance.now() - started < 1000) {
+/**
+ * The cycle loop: 1024 acquires, then their releases (as a pipelining client's requests arrive:
+ * never a release right after its own acquire). Its source is compiled once per engine build: one shared function would see both
+ * builds' classes at its call sites, and inline them differently than lockd does.
+ */
+const CYCLE_LOOP = `
+  let count = state.count;
+  const tokens = new Array(1024);
+  for (const end = count + cycles; count < end; count += 1024) {
     for (let i = 0; i < 1024; i++) {
-      const key = keys === "reused" ? names[i]! : `u:${count}`;
-      const outcome = engine.tryAcquire(key, 30_000, undefined, session);
-      if (outcome.status === "granted") engine.release(key, outcome.token);
-      count += 1;
+      const outcome = engine.tryAcquire(unique ? "u:" + (count + i) : names[i], 30000, undefined, session);
+      tokens[i] = outcome.status === "granted" ? outcome.token : -1n;
     }
+    for (let i = 0; i < 1024; i++) engine.release(unique ? "u:" + (count + i) : names[i], tokens[i]);
   }
-  return count / ((performance.now() - started) / 1000);
+  state.count = count;`;
+
+type CycleLoop = (
+  engine: Engine,
+  session: unknown,
+  names: string[],
+  unique: boolean,
+  cycles: number,
+  state: { count: number },
+) => void;
+
+/** One build's engine doing grant+release cycles beside `HELD` held keys, as on a loaded server. */
+function cycleRunner(from: EngineModule, unique: boolean): (cycles: number) => number {
+  const engine = newEngine(from, 5_000_000);
+  const session = engine.openSession("127.0.0.1:1");
+  for (let i = 0; i < HELD; i++) engine.tryAcquire(`held:${i}`, 3_600_000, undefined, session);
+  const names = Array.from({ length: 1024 }, (_, i) => `cycle:${i}`);
+  const loop = new Function(
+    "engine",
+    "session",
+    "names",
+    "unique",
+    "cycles",
+    "state",
+    CYCLE_LOOP,
+  ) as CycleLoop;
+  const state = { count: 0 };
+  // Returns the chunk's CPU milliseconds (process CPU time: the wall clock on a shared machine
+  // mostly measures the other processes).
+  return (cycles) => {
+    const started = process.cpuUsage();
+    loop(engine, session, names, unique, cycles, state);
+    const cpu = process.cpuUsage(started);
+    return (cpu.user + cpu.system) / 1000;
+  };
 }
 
 async function cycles(): Promise<void> {
   if (baselinePath === undefined)
     throw new Error("set BENCH_BASELINE_MODULE to the other build's server/dist/index.js");
   const baseline = await load(baselinePath);
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 7);
-  for (const keys of ["reused", "unique"] as const) {
-    const ours: number[] = [];
-    const theirs: number[] = [];
-    // Alternating rounds, a fresh engine each, so a machine that gets busier affects both alike.
-    for (let round = 0; round < rounds; round++) {
-      theirs.push(cyclesPerSecond(newEngine(baseline, 5_000_000), keys));
-      ours.push(cyclesPerSecond(newEngine(server, 5_000_000), keys));
+  const pairs = Number(process.env.BENCH_PAIRS ?? 200);
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+  for (const unique of [false, true]) {
+    const ours = cycleRunner(server, unique);
+    const theirs = cycleRunner(baseline, unique);
+    for (let i = 0; i < 20; i++) ours(CHUNK_CYCLES) + theirs(CHUNK_CYCLES); // warm-up (JIT)
+    const ratios: number[] = [];
+    const ourMs: number[] = [];
+    const theirMs: number[] = [];
+    // Short chunks in pairs, alternating which goes first: both sides of a pair see the same
+    // machine, and the median drops the pairs a burst of other work (or a GC) landed in.
+    for (let pair = 0; pair < pairs; pair++) {
+      const first = pair % 2 === 0 ? ours : theirs;
+      const a = first(CHUNK_CYCLES);
+      const b = (first === ours ? theirs : ours)(CHUNK_CYCLES);
+      const [mine, base] = first === ours ? [a, b] : [b, a];
+      ourMs.push(mine);
+      theirMs.push(base);
+      ratios.push(base / mine);
     }
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[rounds >> 1]!;
-    printRow(`cycles, ${keys} keys`, {
-      this_build: Math.round(median(ours)),
-      baseline: Math.round(median(theirs)),
-      ratio: median(ours) / median(theirs),
-      ratios_by_round: ours.map((rate, i) => (rate / theirs[i]!).toFixed(3)).join(","),
+    const sorted = [...ratios].sort((a, b) => a - b);
+    printRow(`cycles, ${unique ? "unique" : "reused"} keys`, {
+      this_build: Math.round((CHUNK_CYCLES / median(ourMs)) * 1000),
+      baseline: Math.round((CHUNK_CYCLES / median(theirMs)) * 1000),
+      ratio_median: median(ratios),
+      ratio_p25: sorted[Math.floor(pairs / 4)]!,
+      ratio_p75: sorted[Math.floor((3 * pairs) / 4)]!,
     });
   }
 }

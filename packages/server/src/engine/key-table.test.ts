@@ -2,43 +2,65 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "./clock.js";
 import { LockEngine } from "./engine.js";
-import { KeyTable, shardOf } from "./key-table.js";
+import { KeyTable, SMALL_KEYS, shardOf } from "./key-table.js";
 import { TokenIssuer } from "./token-issuer.js";
 
+// Few keys, so that a step often concerns a key an earlier step touched.
 const key = fc.oneof(
-  fc.integer({ min: 0, max: 400 }).map((n) => `k:${n}`),
-  fc.string({ unit: "binary", minLength: 1, maxLength: 6 }),
+  fc.integer({ min: 0, max: 12 }).map((n) => `k:${n}`),
+  fc.string({ unit: "binary", minLength: 1, maxLength: 1 }),
 );
 
+// Lookups are in the mix because they move the table's memo of where the last key is; "acquire"
+// and "release" are the engine's sequences (a lookup, then an add or a delete of the same key).
 const mutation = fc.oneof(
-  fc.record({ op: fc.constant("set" as const), key }),
-  fc.record({ op: fc.constant("delete" as const), key }),
+  fc.record({ op: fc.constantFrom("get" as const, "add" as const, "delete" as const), key }),
+  fc.record({ op: fc.constantFrom("acquire" as const, "release" as const), key }),
   fc.record({ op: fc.constant("clear" as const) }),
 );
 
 type Mutation = typeof mutation extends fc.Arbitrary<infer T> ? T : never;
 
-function apply(table: KeyTable<number>, model: Map<string, number>, step: Mutation, value: number): void {
-  if (step.op === "set") {
-    table.set(step.key, value);
-    model.set(step.key, value);
-  } else if (step.op === "delete") {
-    expect(table.delete(step.key)).toBe(model.delete(step.key));
-  } else {
-    table.clear();
-    model.clear();
-  }
+/** A value per add, so a stale value read back would show. */
+interface Box {
+  readonly n: number;
 }
 
+/** A copy of `text` in a new string, as a request's key is. */
+const copy = (text: string) => `${text}!`.slice(0, -1);
+
+/** Applies `step` to the table and to a plain `Map`; an add of a present key (which the engine never does) is skipped. */
+function apply(table: KeyTable<Box>, model: Map<string, Box>, step: Mutation, n: number): void {
+  if (step.op === "clear") {
+    table.clear();
+    model.clear();
+    return;
+  }
+  const k = step.key;
+  if (step.op === "get" || step.op === "acquire" || step.op === "release")
+    expect(table.get(copy(k))).toBe(model.get(k));
+  if (step.op === "release") expect(table.get(k)).toBe(model.get(k));
+  if ((step.op === "add" || step.op === "acquire") && !model.has(k)) {
+    const box = { n };
+    table.add(k, box);
+    model.set(k, box);
+  }
+  if (step.op === "delete" || step.op === "release") expect(table.delete(copy(k))).toBe(model.delete(k));
+}
+
+// How many keys the small `Map` takes: 0 (every key in a shard), a few (both), and more than any run adds.
+const smallKeys = fc.constantFrom(0, 1, 7, 100, 10_000);
+
 describe("KeyTable", () => {
-  it("behaves like a Map for get, has, set, delete, size and clear", () => {
+  it("behaves like a Map for get, has, add, delete, size and clear", () => {
     fc.assert(
       fc.property(
-        fc.array(mutation, { maxLength: 400 }),
+        smallKeys,
+        fc.array(mutation, { maxLength: 400, size: "max" }),
         fc.array(key, { maxLength: 50 }),
-        (steps, probes) => {
-          const table = new KeyTable<number>();
-          const model = new Map<string, number>();
+        (small, steps, probes) => {
+          const table = new KeyTable<Box>(small);
+          const model = new Map<string, Box>();
           steps.forEach((step, i) => {
             apply(table, model, step, i);
             expect(table.size).toBe(model.size);
@@ -48,7 +70,7 @@ describe("KeyTable", () => {
             expect(table.has(probe)).toBe(model.has(probe));
           }
           expect(new Set(table.keys())).toEqual(new Set(model.keys()));
-          expect([...table.values()].sort()).toEqual([...model.values()].sort());
+          expect(table.maps.reduce((sum, map) => sum + map.size, 0)).toBe(model.size);
         },
       ),
     );
@@ -57,17 +79,18 @@ describe("KeyTable", () => {
   it("visits every key present for the whole iteration exactly once, and never a key that is absent, whatever changes between steps", () => {
     fc.assert(
       fc.property(
-        fc.uniqueArray(key, { maxLength: 300 }),
-        fc.array(fc.tuple(fc.nat(5), fc.array(mutation, { maxLength: 4 })), { maxLength: 200 }),
-        (initial, schedule) => {
-          const table = new KeyTable<number>();
-          const model = new Map<string, number>();
-          for (const k of initial) apply(table, model, { op: "set", key: k }, 0);
+        smallKeys,
+        fc.uniqueArray(key, { maxLength: 300, size: "max" }),
+        fc.array(fc.tuple(fc.nat(5), fc.array(mutation, { maxLength: 4 })), { maxLength: 200, size: "max" }),
+        (small, initial, schedule) => {
+          const table = new KeyTable<Box>(small);
+          const model = new Map<string, Box>();
+          for (const k of initial) apply(table, model, { op: "add", key: k }, 0);
           // Keys that every change so far has left alone.
           const untouched = new Set(initial);
           const visits = new Map<string, number>();
           const iterator = table.keys();
-          let value = 1;
+          let n = 1;
           let done = false;
           const step = () => {
             const next = iterator.next();
@@ -80,8 +103,8 @@ describe("KeyTable", () => {
             for (let i = 0; i < reads && !done; i++) done = step();
             for (const change of changes) {
               if (change.op === "clear") untouched.clear();
-              else untouched.delete(change.key);
-              apply(table, model, change, value++);
+              else if (change.op !== "get") untouched.delete(change.key);
+              apply(table, model, change, n++);
             }
           }
           while (!done) done = step();
@@ -92,27 +115,36 @@ describe("KeyTable", () => {
   });
 
   it("ends an iteration under way when cleared, and is empty and usable afterwards", () => {
-    const table = new KeyTable<number>();
-    for (let i = 0; i < 10_000; i++) table.set(`k:${i}`, i);
-    const values = table.values();
-    for (let i = 0; i < 100; i++) values.next();
+    const table = new KeyTable<Box>(5_000);
+    for (let i = 0; i < 10_000; i++) table.add(`k:${i}`, { n: i });
+    expect(table.maps.filter((map) => map.size > 0).length).toBeGreaterThan(200);
+    const keys = table.keys();
+    for (let i = 0; i < 100; i++) keys.next();
     table.clear();
-    expect(values.next().done).toBe(true);
+    expect(keys.next().done).toBe(true);
     expect(table.size).toBe(0);
     expect(table.get("k:1")).toBeUndefined();
     expect([...table.keys()]).toEqual([]);
-    table.set("k:1", 1);
-    expect([table.size, table.get("k:1")]).toEqual([1, 1]);
+    table.add("k:1", { n: 1 });
+    expect([table.size, table.get("k:1")]).toEqual([1, { n: 1 }]);
   });
 
-  it("counts a key set twice once", () => {
-    const table = new KeyTable<string>();
-    table.set("a", "x");
-    table.set("a", "y");
-    expect([table.size, table.get("a")]).toEqual([1, "y"]);
-    expect(table.delete("a")).toBe(true);
-    expect(table.delete("a")).toBe(false);
-    expect(table.size).toBe(0);
+  it("puts the first keys in one Map and takes keys there again when it has room", () => {
+    const table = new KeyTable<Box>(3);
+    for (const k of ["a", "b", "c", "d", "e"]) table.add(k, { n: 0 });
+    expect([...table.maps[0]!.keys()]).toEqual(["a", "b", "c"]);
+    expect(table.delete("b")).toBe(true);
+    // As the engine does: a lookup, then an add, then lookups and a delete of the same key.
+    expect(table.get("f")).toBeUndefined();
+    table.add("f", { n: 1 });
+    expect([...table.maps[0]!.keys()]).toEqual(["a", "c", "f"]);
+    expect(table.get(copy("f"))).toEqual({ n: 1 });
+    expect(table.delete("f")).toBe(true);
+    expect(table.get("f")).toBeUndefined();
+    expect(table.get("d")).toEqual({ n: 0 });
+    expect(table.delete("d")).toBe(true);
+    expect(table.delete(copy("d"))).toBe(false);
+    expect(table.size).toBe(3);
   });
 
   it("spreads the usual key shapes evenly over the shards", () => {
@@ -137,18 +169,17 @@ describe("KeyTable", () => {
   });
 });
 
-describe("LockEngine over the sharded table", () => {
+describe("LockEngine over the key table", () => {
+  // Past the small Map: some of these keys are in the shards.
+  const HELD = SMALL_KEYS + 4_000;
+
   function setup() {
     let epoch = 1n;
-    return new LockEngine<string>({
+    const engine = new LockEngine<string>({
       clock: new ManualClock(1_000),
       tokens: new TokenIssuer(epoch, () => ++epoch),
       events: { granted() {}, timedOut() {} },
     });
-  }
-
-  it("keeps holders() lazy: keys held throughout are visited once while others are granted and released", () => {
-    const engine = setup();
     const session = engine.openSession();
     const tokens = new Map<string, bigint>();
     const grant = (k: string) => {
@@ -156,41 +187,58 @@ describe("LockEngine over the sharded table", () => {
       if (outcome.status !== "granted") throw new Error(`${k} not granted`);
       tokens.set(k, outcome.token);
     };
-    for (let i = 0; i < 5_000; i++) grant(`held:${i}`);
-    for (let i = 0; i < 1_000; i++) grant(`churn:${i}`);
+    return { engine, session, tokens, grant };
+  }
+
+  it("keeps holders() lazy: keys held throughout are visited once while others are granted and released", () => {
+    const { engine, tokens, grant } = setup();
+    for (let i = 0; i < HELD; i++) grant(`k:${i}`);
+    const untouched = new Set(tokens.keys());
     const seen = new Map<string, number>();
     const holders = engine.holders();
-    let churned = 1_000;
+    let added = 0;
+    let seed = 7;
+    const random = (below: number) => {
+      seed = (Math.imul(seed, 1_103_515_245) + 12_345) >>> 0;
+      return seed % below;
+    };
     for (let next = holders.next(); !next.done; next = holders.next()) {
       const { key: k, token } = next.value;
       expect(tokens.get(k)).toBe(token);
       seen.set(k, (seen.get(k) ?? 0) + 1);
-      // Between every few steps: a churning key is freed and a new one granted.
-      if (seen.size % 3 === 0 && churned < 4_000) {
-        const freed = `churn:${churned - 1_000}`;
-        expect(engine.release(freed, tokens.get(freed)!)).toBe(true);
+      // Between steps: free a random key (from the small Map or a shard; the small Map then has
+      // room for the next one) and grant a new key.
+      if (random(4) === 0) {
+        const freed = `k:${random(HELD)}`;
+        const held = tokens.get(freed);
+        if (held !== undefined) expect(engine.release(freed, held)).toBe(true);
         tokens.delete(freed);
-        grant(`churn:${churned++}`);
+        untouched.delete(freed);
+        grant(`new:${added++}`);
       }
     }
-    for (let i = 0; i < 5_000; i++) expect(seen.get(`held:${i}`)).toBe(1);
-    expect(engine.keyCount).toBe(6_000);
+    expect(added).toBeGreaterThan(30_000);
+    expect([...untouched].filter((k) => seen.get(k) !== 1)).toEqual([]);
+    expect(engine.keyCount).toBe(tokens.size);
   });
 
-  it("counts keys across shards and forgets them all on clear()", () => {
-    const engine = setup();
-    const session = engine.openSession();
-    for (let i = 0; i < 3_000; i++)
-      engine.acquire(session, { key: `k:${i}`, leaseMs: 1_000, waitMs: 0, payload: "h" });
-    engine.acquire(session, { key: "k:7", leaseMs: 1_000, waitMs: 0, payload: "w" });
-    expect([engine.keyCount, engine.waiterCount]).toEqual([3_000, 1]);
+  it("counts keys past the small Map, finds and frees them, and forgets them all on clear()", () => {
+    const { engine, session, tokens, grant } = setup();
+    for (let i = 0; i < HELD; i++) grant(`k:${i}`);
+    const last = `k:${HELD - 1}`;
+    engine.acquire(session, { key: last, leaseMs: 1_000, waitMs: 0, payload: "w" });
+    expect([engine.keyCount, engine.waiterCount]).toEqual([HELD, 1]);
+    expect(engine.holder(last)?.token).toBe(tokens.get(last));
+    expect(engine.maxHeldToken()).toBe(tokens.get(last));
+    expect(engine.release("k:0", tokens.get("k:0")!)).toBe(true);
+    expect(engine.keyCount).toBe(HELD - 1);
     const holders = engine.holders();
     holders.next();
     engine.clear();
     expect(holders.next().done).toBe(true);
     expect([engine.keyCount, engine.waiterCount, [...engine.holders()].length]).toEqual([0, 0, 0]);
-    expect(engine.holder("k:7")).toBeUndefined();
-    expect(engine.tryAcquire("k:7", 1_000).status).toBe("granted");
+    expect(engine.holder(last)).toBeUndefined();
+    expect(engine.tryAcquire(last, 1_000).status).toBe("granted");
     expect(engine.keyCount).toBe(1);
   });
 });
