@@ -1,9 +1,9 @@
 /**
- * The engine's table of held keys: no single `Map` in it ever holds more than `SMALL_KEYS` keys
- * plus a share of the rest.
+ * The engine's table of held keys, split over `Map`s so that no single one ever holds more than
+ * `SMALL_KEYS` keys or a `SHARDS`th of the rest.
  *
  * Why not one `Map`: V8 grows a `Map` by rehashing every entry into a table twice the size, in one
- * go. At 4,194,304 held keys that blocked lockd's event loop 0.4–0.9 s, longer than a cluster's
+ * go. At 4,194,304 held keys that blocked lockd's event loop 0.35–0.9 s, longer than a cluster's
  * peer timeout (a false failover), and again at 8,388,608; a `Map` also throws past 16,777,216
  * entries.
  *
@@ -12,14 +12,20 @@
  * one table). Keys that arrive while `small` is full go into one of `SHARDS` shard `Map`s chosen
  * by a hash of the key (`shardOf`). A key stays in the `Map` it was added to until it is deleted;
  * `small` takes new keys again when it has room. So `small` never grows past `SMALL_KEYS` (its
- * largest rehash copies that many keys, a few ms), and each shard holds about 1/`SHARDS` of the
- * rest (at 5M keys about 19,000, its last grow having copied 16,384); the shards reach their
+ * largest rehash copies 131,072 keys, about 10 ms), and each shard holds about 1/`SHARDS` of the
+ * rest (at 5M keys about 43,500, its last grow having copied 32,768); the shards reach their
  * thresholds at different moments (their sizes differ by chance), so the work of one big rehash is
- * spread over many requests. Lookups try `small` alone while the shards are empty, else whichever
+ * spread over many requests. (Fewer, bigger shards cost more than their copying: 28 shards grew
+ * within a few thousand requests of each other at 3.8M keys, and each new 7 MiB table made V8's
+ * incremental marking take up to 176 ms of the request that allocated it.) Lookups try `small` alone while the shards are empty, else whichever
  * of `small` and the key's shard holds more keys first.
  *
- * Memory: about that of one `Map` (a `Map` is half to fully loaded, whatever its size), plus
- * `SHARDS` small objects.
+ * Cost: past `SMALL_KEYS` keys, a request pays a hash of its key and, for a key not held (an
+ * acquire of a free key), a lookup in both `small` and a shard. Memory: that of one `Map` of the
+ * same size, give or take (a `Map` is half to fully loaded whatever its size). `SHARDS` is 112 so
+ * that at a million keys the tables add up to the capacity of one `Map` (2^20 = 2^17 + 112 · 2^13)
+ * and each is big enough for V8 to keep out of its young generation (which would copy it):
+ * memory per held lock at 1M is what it was with one `Map`.
  *
  * Iteration (`keys`, `maps`) walks `small` and then the shards, each with its `Map` iterator, and
  * may run while the table changes between steps (a snapshot sent in chunks): every key present for
@@ -29,8 +35,7 @@
  * visited while it is absent.
  */
 export const SMALL_KEYS = 2 ** 17;
-const SHARD_BITS = 8;
-const SHARDS = 1 << SHARD_BITS;
+const SHARDS = 112;
 
 export class KeyTable<V extends object> {
   /** How many keys `small` takes (tests set it low, to reach the shards with a few keys). */
@@ -189,13 +194,17 @@ class MapsIterator implements IterableIterator<string> {
 }
 
 /**
- * The shard of `key`, 0 to `SHARDS` - 1: FNV-1a over its UTF-16 units, then the top bits (a
- * multiplicative hash mixes its high bits best). The whole key is read, so keys that differ anywhere
- * spread over the shards; that costs about as much per unit as the decoder's own check of the key,
- * and only keys beyond `SMALL_KEYS` pay it, once per request (see `#shard`).
+ * The shard of `key`, 0 to `SHARDS` - 1: FNV-1a over its UTF-16 units, mixed, scaled down from
+ * its top 16 bits (a multiplicative hash mixes its high bits best). The whole key is read, so keys that
+ * differ anywhere spread over the shards; that costs about as much per unit as the decoder's own
+ * check of the key, and only requests made while the shards hold keys pay it, once per request
+ * (see the memo).
  */
 export function shardOf(key: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193);
-  return hash >>> (32 - SHARD_BITS);
+  // FNV's last units reach the top bits through a single multiply: mix once more (MurmurHash3's
+  // finaliser step), or keys that differ in their last digit crowd some shards by ±20 %.
+  hash = Math.imul(hash ^ (hash >>> 16), 0x85ebca6b);
+  return ((hash >>> 16) * SHARDS) >>> 16;
 }
