@@ -14,6 +14,7 @@ import {
   type TryAcquireOutcome,
 } from "./engine-types.js";
 import { HeldKeyIndex } from "./held-key-index.js";
+import { KeyTable } from "./key-table.js";
 import { KeyState, Session, Waiter } from "./records.js";
 import { compareKeys } from "./sorted-keys.js";
 import type { TokenIssuer } from "./token-issuer.js";
@@ -45,7 +46,8 @@ export { DEFAULT_ENGINE_LIMITS } from "./engine-types.js";
  * handed back in `granted` / `timedOut`.
  */
 export class LockEngine<P> {
-  readonly #keys = new Map<string, KeyState<P>>();
+  /** Held keys, split over `Map`s so that no single table grow blocks for long (see KeyTable). */
+  readonly #keys = new KeyTable<KeyState<P>>();
   readonly #heap = new DeadlineHeap<KeyState<P> | Waiter<P>>();
   readonly #clock: Clock;
   readonly #tokens: TokenIssuer;
@@ -228,7 +230,7 @@ export class LockEngine<P> {
     let state = this.#keys.get(key);
     if (state === undefined) {
       state = new KeyState<P>(key, token, id, undefined);
-      this.#keys.set(key, state);
+      this.#keys.add(key, state);
       this.#index?.added(key);
     } else {
       state.token = token;
@@ -248,8 +250,8 @@ export class LockEngine<P> {
     if (defer === this.#deferDeadlines) return;
     this.#deferDeadlines = defer;
     if (defer) return;
-    for (const state of this.#keys.values())
-      if (state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
+    for (const map of this.#keys.maps)
+      for (const state of map.values()) if (state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
   }
 
   /**
@@ -268,31 +270,40 @@ export class LockEngine<P> {
 
   /** Forgets every holder and waiter (a standby about to load a snapshot, or a demoted node). */
   clear(): void {
-    for (const state of this.#keys.values()) {
-      for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
-      this.#heap.remove(state);
-    }
+    for (const map of this.#keys.maps)
+      for (const state of map.values()) {
+        for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
+        this.#heap.remove(state);
+      }
     this.#keys.clear();
     this.#index?.cleared();
   }
 
-  /** Every holder with its remaining lease, for a snapshot. */
+  /**
+   * Every holder with its remaining lease, for a snapshot. Lazy: it may be consumed in chunks with
+   * the engine changing in between. Each key held for the whole iteration is visited exactly once;
+   * a key granted or freed meanwhile may or may not be (see KeyTable). A holder is read when it is
+   * visited (its token and lease as of that step), and `remainingMs` is counted from the clock
+   * reading taken at that step.
+   */
   *holders(): Generator<{ key: string; token: bigint; remainingMs: number; id: string | undefined }> {
-    for (const state of this.#keys.values()) {
-      // Read now, not when the iteration began: a snapshot reads it over many event-loop turns.
-      yield {
-        key: state.key,
-        token: state.token,
-        remainingMs: Math.max(0, Math.ceil(state.deadline - this.#clock.now())),
-        id: state.holderId,
-      };
-    }
+    for (const map of this.#keys.maps)
+      for (const state of map.values()) {
+        const now = this.#clock.now();
+        yield {
+          key: state.key,
+          token: state.token,
+          remainingMs: Math.max(0, Math.ceil(state.deadline - now)),
+          id: state.holderId,
+        };
+      }
   }
 
   /** The largest token among current holders (0 if none): a floor for the next epoch. */
   maxHeldToken(): bigint {
     let max = 0n;
-    for (const state of this.#keys.values()) if (state.token > max) max = state.token;
+    for (const map of this.#keys.maps)
+      for (const state of map.values()) if (state.token > max) max = state.token;
     return max;
   }
 
@@ -401,7 +412,7 @@ export class LockEngine<P> {
     if (this.#keys.size >= this.#limits.maxKeys) return undefined;
     const token = this.#tokens.next();
     const state = new KeyState<P>(key, token, id, session);
-    this.#keys.set(key, state);
+    this.#keys.add(key, state);
     this.#index?.added(key);
     this.#heap.schedule(state, this.#clock.now() + leaseMs);
     this.counters.grants += 1;

@@ -19,8 +19,9 @@ const FLUSH_AT = 4096;
  *
  * During the build the map only records which keys changed, and applying asks the key map whether
  * each is held *now* (idempotent, order-free): the key map's iterator may or may not have visited
- * a changed key, so nothing can cancel out. Correct because that iterator visits keys added after
- * it started and skips keys deleted before it reached them.
+ * a changed key, so nothing can cancel out. Correct because that iterator (see KeyTable) visits
+ * every key held for the whole build exactly once and never yields a key that is not held: a key
+ * that changed during the build is settled by its last change's entry here, whenever it is applied.
  */
 export class HeldKeyIndex {
   readonly #keys = new SortedKeys();
