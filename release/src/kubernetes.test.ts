@@ -141,8 +141,9 @@ describe("the Kubernetes manifests", () => {
 
   it("stop a real active with the preStop hook: it hands its role over, exits 0, and the hook returns after it", async () => {
     await using cluster = await LockdCluster.start({ nodes: 2 });
-    await cluster.nodes[0]!.waitForServing();
-    await cluster.nodes[1]!.waitForFollowing(cluster.advertised(0));
+    // Since start: both may have happened before these lines run.
+    await cluster.nodes[0]!.waitForServing({ since: 0 });
+    await cluster.nodes[1]!.waitForFollowing(cluster.advertised(0), { since: 0 });
     const [, , script] =
       byKind("StatefulSet").spec.template.spec.containers[0].lifecycle.preStop.exec.command;
     const order: string[] = [];

@@ -19,8 +19,9 @@ describe("lockd's socket I/O mode (--fast-io)", () => {
     await using cluster = await LockdCluster.start({ nodes: 2, env: STRICT });
     const [first, second] = cluster.nodes as [LockdProcess, LockdProcess];
     expect(first.logs.find((entry) => entry.msg === "lockd ready")).toMatchObject({ fastIo: "off" });
-    await first.waitForServing();
-    await second.waitForFollowing(cluster.advertised(0));
+    // Since start: both may have happened before these lines run.
+    await first.waitForServing({ since: 0 });
+    await second.waitForFollowing(cluster.advertised(0), { since: 0 });
     // Client connections, both ends of both peer links, the replication stream and its acks.
     await takeAndRelease(first.port, "strict", 50);
     using holder = await cluster.connect(0);
