@@ -1,5 +1,5 @@
 import { createServer, type Server, type Socket } from "node:net";
-import { LineClient, type LockdProcess } from "@lock/testkit";
+import { LineClient, type LockdProcess, nodeInfo } from "@lock/testkit";
 import type { ClientEventName, ClientEvents, LockClient } from "./index.js";
 
 /** Helpers for the tests that run the client against real lockd processes. */
@@ -50,18 +50,7 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
 
 /** The server's `I` fields, over a connection of its own. */
 export async function serverInfo(lockd: LockdProcess): Promise<Map<string, string>> {
-  const line = await LineClient.connect(lockd.port);
-  try {
-    const reply = await line.request("I");
-    return new Map(
-      reply
-        .split(" ")
-        .slice(1)
-        .map((field) => field.split("=") as [string, string]),
-    );
-  } finally {
-    line.close();
-  }
+  return new Map(Object.entries(await nodeInfo(lockd.port)));
 }
 
 /** Keys held and acquires queued on the server. */

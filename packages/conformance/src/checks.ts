@@ -1,5 +1,5 @@
 import { AssertionError } from "node:assert/strict";
-import { LineClient } from "@lock/testkit";
+import { nodeInfo } from "@lock/testkit";
 import type {
   AcquireOutcome,
   AdapterProcess,
@@ -70,20 +70,7 @@ function describe(outcome: AcquireOutcome | ReleaseOutcome | ExtendOutcome): str
 }
 
 /** A node's `I` fields, asked over a connection of its own. */
-export async function nodeInfo(port: number): Promise<Record<string, string>> {
-  const line = await LineClient.connect(port);
-  try {
-    const reply = await line.request("I");
-    return Object.fromEntries(
-      reply
-        .split(" ")
-        .slice(1)
-        .map((field) => field.split("=") as [string, string]),
-    );
-  } finally {
-    line.close();
-  }
-}
+export { nodeInfo };
 
 /** Keys held and acquires queued on the node at `port`. */
 export async function nodeCounts(

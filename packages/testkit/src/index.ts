@@ -7,6 +7,7 @@ export type { LockdClusterOptions } from "./lockd-cluster.js";
 export { LockdCluster, TEST_PEER_TOKEN } from "./lockd-cluster.js";
 export type { LockdOptions, ReadyInfo } from "./lockd-process.js";
 export { LockdProcess } from "./lockd-process.js";
+export { nodeInfo } from "./node-info.js";
 export { LOCK_CLI_MAIN, LOCKD_MAIN, REPO_ROOT } from "./paths.js";
 export type { TestCertificate } from "./tls.js";
 export { selfSignedCertificate } from "./tls.js";

@@ -1,6 +1,7 @@
 import { FaultProxy } from "./fault-proxy.js";
 import { LineClient } from "./line-client.js";
 import { LockdProcess } from "./lockd-process.js";
+import { nodeInfo } from "./node-info.js";
 
 /** The peer token every LockdCluster node gets (LOCKD_PEER_TOKEN) unless `env` or `nodeEnv` sets another. */
 export const TEST_PEER_TOKEN = "testkit-peer-token-of-the-cluster";
@@ -72,15 +73,8 @@ export class LockdCluster {
   }
 
   /** The node's view from `I`: role, epoch, active, keys… */
-  async info(i: number): Promise<Record<string, string>> {
-    using client = await this.connect(i);
-    const line = await client.request("I");
-    return Object.fromEntries(
-      line
-        .split(" ")
-        .slice(1)
-        .map((field) => field.split("=") as [string, string]),
-    );
+  info(i: number): Promise<Record<string, string>> {
+    return nodeInfo(this.nodes[i]!.port);
   }
 
   /** Cuts every peer link into node i; clients connected directly still reach it. */

@@ -279,12 +279,14 @@ export class Replicator implements EngineJournal {
       // Caught up enough: send what was held back, folded.
       if (target.folding && !this.#behind(target)) this.#scheduleDrain(link, target);
     }
-    const list = this.#waiters.get(link) ?? [];
-    const acked = list.filter((waiter) => waiter.seq <= seq);
+    // Every acknowledgement of every standby comes here: nothing is allocated unless someone waits.
+    const list = this.#waiters.get(link);
+    if (this.#ackListeners.size === 0 && (list === undefined || list.length === 0)) return;
+    const acked = list?.filter((waiter) => waiter.seq <= seq) ?? [];
     if (acked.length > 0)
       this.#waiters.set(
         link,
-        list.filter((waiter) => waiter.seq > seq),
+        list!.filter((waiter) => waiter.seq > seq),
       );
     // Everything is recorded before anyone waiting hears of it: a handoff that completes here may
     // change the replicator (a demotion stops every stream).
