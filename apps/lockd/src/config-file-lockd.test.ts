@@ -1,27 +1,14 @@
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LineClient, LOCKD_MAIN, LockdProcess } from "@lock/testkit";
+import { LineClient, LockdProcess, runLockdToExit } from "@lock/testkit";
 import { afterAll, describe, expect, it } from "vitest";
 
 const folder = mkdtempSync(join(tmpdir(), "lockd-config-file-"));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
 /** Runs lockd with `args` to its exit (a start that fails): status and stderr. */
-async function failedStart(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [LOCKD_MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? "" },
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
-  });
-  const [code] = (await once(child, "close")) as [number | null];
-  return { code, stderr };
-}
+const failedStart = (args: string[]) => runLockdToExit(args);
 
 describe("lockd --config", () => {
   it("starts a real lockd from a YAML file: its limits and admin server come from the file", async () => {

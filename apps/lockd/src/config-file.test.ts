@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "./address.js";
-import { type LockdConfig, parseConfig } from "./config.js";
+import { configOver } from "./config.test.support.js";
 
 /** A fake file system: the config files below, and the secrets they point at. */
 const files: Record<string, string> = {
@@ -37,17 +37,7 @@ insecure: false
   }),
   "/etc/lockd/empty.yaml": "",
 };
-const readFile = (path: string) => {
-  const content = files[path];
-  if (content === undefined) throw Object.assign(new Error("no such file"), { code: "ENOENT" });
-  return Buffer.from(content);
-};
-
-function config(argv: string[], env: NodeJS.ProcessEnv = {}): LockdConfig {
-  const parsed = parseConfig(argv, env, readFile);
-  if (parsed.help || parsed.version) throw new Error("unexpected --help or --version");
-  return parsed.config;
-}
+const { config } = configOver(files);
 
 /** The message of the ConfigError that `run` throws. */
 function errorOf(run: () => unknown): string {

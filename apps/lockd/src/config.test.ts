@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "./address.js";
-import { type LockdConfig, parseConfig, usage } from "./config.js";
+import { parseConfig, usage } from "./config.js";
+import { configOver } from "./config.test.support.js";
 
 const files: Record<string, string> = {
   "/secrets/token": "s3cret-token-of-26-letters\n",
@@ -8,17 +9,7 @@ const files: Record<string, string> = {
   "/tls/cert.pem": "CERT",
   "/tls/key.pem": "KEY",
 };
-const readFile = (path: string) => {
-  const content = files[path];
-  if (content === undefined) throw Object.assign(new Error("no such file"), { code: "ENOENT" });
-  return Buffer.from(content);
-};
-
-function config(argv: string[], env: NodeJS.ProcessEnv = {}): LockdConfig {
-  const parsed = parseConfig(argv, env, readFile);
-  if (parsed.help || parsed.version) throw new Error("unexpected --help or --version");
-  return parsed.config;
-}
+const { readFile, config } = configOver(files);
 
 describe("lockd configuration", () => {
   it("defaults to loopback, port 7420 and ./.lockd, no admin, no auth", () => {

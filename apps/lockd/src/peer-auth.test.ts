@@ -1,9 +1,7 @@
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LOCKD_MAIN, LockdCluster, LockdProcess, TEST_PEER_TOKEN } from "@lock/testkit";
+import { LockdCluster, LockdProcess, runLockdToExit, TEST_PEER_TOKEN } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 
 /** lockd's peer token: required with --peers, and a node holding another one is refused and logged. */
@@ -16,16 +14,7 @@ afterEach(async () => {
 async function runLockd(args: string[], env: Record<string, string> = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "lockd-run-"));
   try {
-    const child = spawn(process.execPath, [LOCKD_MAIN, "--data-dir", dataDir, ...args], {
-      env: { PATH: process.env.PATH ?? "", ...env },
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-    });
-    const [code] = (await once(child, "close")) as [number | null];
-    return { code, stderr };
+    return await runLockdToExit(["--data-dir", dataDir, ...args], env);
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -9,5 +9,6 @@ export type { LockdOptions, ReadyInfo } from "./lockd-process.js";
 export { LockdProcess } from "./lockd-process.js";
 export { nodeInfo } from "./node-info.js";
 export { LOCK_CLI_MAIN, LOCKD_MAIN, REPO_ROOT } from "./paths.js";
+export { runLockdToExit } from "./run-to-exit.js";
 export type { TestCertificate } from "./tls.js";
 export { selfSignedCertificate } from "./tls.js";
