@@ -21,7 +21,7 @@ describe("encoders refuse values that would make a bad or ambiguous line", () =>
     ["id with a space", { op: "Y", key: "k", leaseMs: 1, id: "a b" }, TypeError],
     ["nonce with a newline", { op: "P", nonce: "a\nb" }, TypeError],
     ["secret with a space", { op: "H", secret: "a b" }, TypeError],
-    ["unknown op", { op: "Q" } as unknown as Request, TypeError],
+    ["unknown op", { op: "Z" } as unknown as Request, TypeError],
   ];
   it.each(badRequests)("request: %s", (_, request, errorType) => {
     expect(() => encodeRequest(request)).toThrow(errorType);
@@ -29,7 +29,7 @@ describe("encoders refuse values that would make a bad or ambiguous line", () =>
 
   const badReplies: Array<[string, Reply]> = [
     ["E with an unknown code", { kind: "E", op: "A", key: "k", code: "NOPE" as ErrorCode, message: "" }],
-    ["E with a bad op", { kind: "E", op: "Q" as "A", key: "k", code: "INTERNAL", message: "" }],
+    ["E with a bad op", { kind: "E", op: "Z" as "A", key: "k", code: "INTERNAL", message: "" }],
     ["M with a bad address", { kind: "M", op: "A", key: "k", address: "nowhere" }],
     ["I with a space in a value", { kind: "I", fields: new Map([["a", "b c"]]) }],
     ["I with = in a name", { kind: "I", fields: new Map([["a=b", "c"]]) }],

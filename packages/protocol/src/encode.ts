@@ -3,9 +3,16 @@ import { formatSeconds } from "./duration.js";
 import { addressText, idSuffix, keyText, nonceSuffix, peerHexText, secretText } from "./encode-fields.js";
 import { isRequestOp, isValidInfoName, isValidInfoValue, toMessageText } from "./fields.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
+import { formatLockMode, formatSlot } from "./lock-mode.js";
 import { ERROR_CODES, type Reply, type Request } from "./messages.js";
 import type { NodeRole, PeerFrame } from "./peer.js";
 import { formatToken, isValidEpoch, MAX_EPOCH } from "./token.js";
+
+/** The id field of a request or reply that must carry one. */
+function requiredId(id: string | undefined): string {
+  if (id === undefined) throw new TypeError("this message needs a request id");
+  return idSuffix(id);
+}
 
 /**
  * Encoders return one complete line, `\n` included. They throw a TypeError or RangeError rather than
@@ -20,6 +27,14 @@ export function encodeRequest(request: Request, limits: ProtocolLimits = DEFAULT
     }
     case "Y":
       return `Y ${keyText(request.key, limits)} ${formatSeconds(request.leaseMs)}${idSuffix(request.id)}\n`;
+    case "Q": {
+      const { key, mode, leaseMs, waitMs, id } = request;
+      return `Q ${keyText(key, limits)} ${formatLockMode(mode)} ${formatSeconds(leaseMs)} ${formatSeconds(waitMs)}${requiredId(id)}\n`;
+    }
+    case "W": {
+      const { key, mode, leaseMs, id } = request;
+      return `W ${keyText(key, limits)} ${formatLockMode(mode)} ${formatSeconds(leaseMs)}${requiredId(id)}\n`;
+    }
     case "R":
       return `R ${keyText(request.key, limits)} ${formatToken(request.token)}${idSuffix(request.id)}\n`;
     case "X": {
@@ -43,6 +58,11 @@ export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMIT
     case "A":
     case "Y":
       return `${reply.kind} ${keyText(reply.key, limits)} ${formatToken(reply.token)}${idSuffix(reply.id)}\n`;
+    case "Q":
+    case "W": {
+      const { kind, key, token, slot, id } = reply;
+      return `${kind} ${keyText(key, limits)} ${formatToken(token)} ${formatSlot(slot)}${requiredId(id)}\n`;
+    }
     case "T":
     case "N":
       return `${reply.kind} ${keyText(reply.key, limits)}${idSuffix(reply.id)}\n`;

@@ -3,6 +3,7 @@ import { type DecodeError, decodeError, quote } from "./decode-error.js";
 import { detach } from "./detach.js";
 import { parseSeconds } from "./duration.js";
 import { isRequestOp, isValidId, validateKey } from "./fields.js";
+import { EXCLUSIVE, type LockMode, MAX_PERMITS, parseLockMode, parseSlot } from "./lock-mode.js";
 import type { ErrorCode, RequestOp } from "./messages.js";
 import { isValidEpoch, MAX_EPOCH, parseToken } from "./token.js";
 
@@ -133,6 +134,22 @@ export class FieldReader {
     if (token !== undefined) return token;
     this.fail("BAD_TOKEN", "the token must be a canonical decimal u64");
     return 0n;
+  }
+
+  /** A lock mode (`x`, `s`, `p<N>`): BAD_ARGUMENT when malformed or out of range. */
+  lockMode(index: number): LockMode {
+    const mode = parseLockMode(this.#field(index));
+    if (mode !== undefined) return mode;
+    this.fail("BAD_ARGUMENT", `the mode must be x, s or p<permits> with permits 1..${MAX_PERMITS}`);
+    return EXCLUSIVE;
+  }
+
+  /** A slot: `-` or a decimal below MAX_PERMITS; BAD_ARGUMENT otherwise. */
+  slot(index: number): number | undefined {
+    const slot = parseSlot(this.#field(index));
+    if (slot !== null) return slot;
+    this.fail("BAD_ARGUMENT", `the slot must be - or a decimal below ${MAX_PERMITS}`);
+    return undefined;
   }
 
   /** A u64 that is not a token (epoch, sequence number): BAD_ARGUMENT when malformed. */

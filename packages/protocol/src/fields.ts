@@ -55,7 +55,18 @@ export function validateKey(key: string, maxKeyBytes: number): ErrorCode | undef
   return bytes > maxKeyBytes ? "KEY_TOO_LONG" : undefined;
 }
 
-const REQUEST_OPS: ReadonlySet<string> = new Set<RequestOp>(["A", "Y", "R", "X", "C", "P", "H", "I"]);
+const REQUEST_OPS: ReadonlySet<string> = new Set<RequestOp>([
+  "A",
+  "Y",
+  "Q",
+  "W",
+  "R",
+  "X",
+  "C",
+  "P",
+  "H",
+  "I",
+]);
 
 export function isRequestOp(verb: string): verb is RequestOp {
   return REQUEST_OPS.has(verb);

@@ -23,6 +23,16 @@ export {
 export type { ProtocolLimits } from "./limits.js";
 export { checkLimits, checkLineLimit, DEFAULT_LIMITS } from "./limits.js";
 export { LineDecoder } from "./line-decoder.js";
+export type { LockMode } from "./lock-mode.js";
+export {
+  EXCLUSIVE,
+  formatLockMode,
+  formatSlot,
+  MAX_PERMITS,
+  parseLockMode,
+  permits,
+  SHARED,
+} from "./lock-mode.js";
 export type {
   AcquireRequest,
   CancelledReply,
@@ -36,6 +46,9 @@ export type {
   HelloRequest,
   InfoReply,
   InfoRequest,
+  ModeAcquireRequest,
+  ModeGrantedReply,
+  ModeTryAcquireRequest,
   PingRequest,
   PongReply,
   RedirectReply,

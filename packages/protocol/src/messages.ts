@@ -4,8 +4,10 @@
  * seconds (millisecond resolution) on the wire; tokens are u64 `bigint`s.
  */
 
+import type { LockMode } from "./lock-mode.js";
+
 /** Client-to-server request verbs (one ASCII letter each). */
-export type RequestOp = "A" | "Y" | "R" | "X" | "C" | "P" | "H" | "I";
+export type RequestOp = "A" | "Y" | "Q" | "W" | "R" | "X" | "C" | "P" | "H" | "I";
 
 /** Acquire: wait for the key. `waitMs` 0 waits forever. `id` makes a retry find its own grant. */
 export interface AcquireRequest {
@@ -22,6 +24,28 @@ export interface TryAcquireRequest {
   readonly key: string;
   readonly leaseMs: number;
   readonly id?: string;
+}
+
+/**
+ * Acquire in a mode (shared, or a permit of a semaphore; exclusive too): wait for the key like `A`.
+ * The id is required: replies are matched by it.
+ */
+export interface ModeAcquireRequest {
+  readonly op: "Q";
+  readonly key: string;
+  readonly mode: LockMode;
+  readonly leaseMs: number;
+  readonly waitMs: number;
+  readonly id: string;
+}
+
+/** Try-acquire in a mode: grant now or answer `N` at once, like `Y`. The id is required. */
+export interface ModeTryAcquireRequest {
+  readonly op: "W";
+  readonly key: string;
+  readonly mode: LockMode;
+  readonly leaseMs: number;
+  readonly id: string;
 }
 
 /**
@@ -75,6 +99,8 @@ export interface InfoRequest {
 export type Request =
   | AcquireRequest
   | TryAcquireRequest
+  | ModeAcquireRequest
+  | ModeTryAcquireRequest
   | ReleaseRequest
   | ExtendRequest
   | CancelRequest
@@ -83,7 +109,7 @@ export type Request =
   | InfoRequest;
 
 /** Server-to-client reply kinds. */
-export type ReplyKind = "A" | "T" | "Y" | "N" | "R" | "X" | "C" | "P" | "H" | "I" | "M" | "E";
+export type ReplyKind = "A" | "T" | "Y" | "N" | "Q" | "W" | "R" | "X" | "C" | "P" | "H" | "I" | "M" | "E";
 
 /** `A`: the acquire was granted with this fencing token. */
 export interface GrantedReply {
@@ -91,6 +117,18 @@ export interface GrantedReply {
   readonly key: string;
   readonly token: bigint;
   readonly id?: string;
+}
+
+/**
+ * `Q`/`W`: the acquire (or try-acquire) in a mode was granted with this token; `slot` is a
+ * permit's slot (0..limit−1), undefined for exclusive and shared grants.
+ */
+export interface ModeGrantedReply {
+  readonly kind: "Q" | "W";
+  readonly key: string;
+  readonly token: bigint;
+  readonly slot: number | undefined;
+  readonly id: string;
 }
 
 /** `T`: the acquire's wait ran out; nothing was granted. */
@@ -173,6 +211,7 @@ export interface ErrorReply {
 
 export type Reply =
   | GrantedReply
+  | ModeGrantedReply
   | TimedOutReply
   | TryGrantedReply
   | TryBusyReply
@@ -206,6 +245,10 @@ export const ERROR_CODES = {
   LEASE_OUT_OF_RANGE: "the lease is 0 or above the server's maximum lease",
   WAIT_OUT_OF_RANGE: "the wait is above the server's maximum wait",
   TOO_MANY_WAITERS: "the key's wait queue is full",
+  KIND_MISMATCH:
+    "the key is held or queued for as another kind (a lock: exclusive or shared; or a semaphore); nothing changed",
+  LIMIT_MISMATCH:
+    "the key is a semaphore with another number of permits (the message starts with limit=<N>); nothing changed",
   TOO_MANY_REQUESTS: "the connection has too many requests outstanding",
   TOO_MANY_CONNECTIONS: "the server is at its connection limit; the connection is closed",
   TOO_MANY_UNAUTHENTICATED:

@@ -9,6 +9,7 @@ import {
   type ErrorReply,
   type GrantedReply,
   type InfoReply,
+  type ModeGrantedReply,
   type PongReply,
   type RedirectReply,
   type Reply,
@@ -34,6 +35,9 @@ export function parseReplyFields(line: string, limits: ProtocolLimits = DEFAULT_
     case "A":
     case "Y":
       return parseGrant(reader(line, verb, 5, limits), verb);
+    case "Q":
+    case "W":
+      return parseModeGrant(reader(line, verb, 6, limits), verb);
     case "T":
     case "N":
       return parseRefusal(reader(line, verb === "T" ? "A" : "Y", 4, limits), verb);
@@ -65,6 +69,16 @@ function parseGrant(r: FieldReader, kind: "A" | "Y"): GrantedReply | TryGrantedR
   const key = r.key(1);
   const token = r.token(2);
   return r.result(withId<GrantedReply | TryGrantedReply>({ kind, key, token }, r.id(3)));
+}
+
+function parseModeGrant(r: FieldReader, kind: "Q" | "W"): ModeGrantedReply | DecodeError {
+  const wrongCount = r.expect(5, 5, `${kind} <key> <token> <slot> <id>`, 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const id = r.id(4) as string;
+  const token = r.token(2);
+  const slot = r.slot(3);
+  return r.result<ModeGrantedReply>({ kind, key, token, slot, id });
 }
 
 function parseRefusal(r: FieldReader, kind: "T" | "N"): TimedOutReply | TryBusyReply | DecodeError {

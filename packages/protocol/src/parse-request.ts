@@ -8,6 +8,8 @@ import type {
   CancelRequest,
   ExtendRequest,
   HelloRequest,
+  ModeAcquireRequest,
+  ModeTryAcquireRequest,
   PingRequest,
   ReleaseRequest,
   Request,
@@ -40,6 +42,10 @@ export function parseRequestFields(
       return parseAcquire(reader(line, "A", 6, limits));
     case "Y":
       return parseTryAcquire(reader(line, "Y", 5, limits));
+    case "Q":
+      return parseModeAcquire(reader(line, "Q", 7, limits));
+    case "W":
+      return parseModeTryAcquire(reader(line, "W", 6, limits));
     case "R":
       return parseRelease(reader(line, "R", 5, limits));
     case "X":
@@ -80,6 +86,27 @@ function parseTryAcquire(r: FieldReader): TryAcquireRequest | DecodeError {
   const key = r.key(1);
   const leaseMs = r.seconds(2, "lease");
   return r.result(withId<TryAcquireRequest>({ op: "Y", key, leaseMs }, r.id(3)));
+}
+
+function parseModeAcquire(r: FieldReader): ModeAcquireRequest | DecodeError {
+  const wrongCount = r.expect(6, 6, "Q <key> <mode> <lease> <wait> <id>", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const id = r.id(5) as string;
+  const mode = r.lockMode(2);
+  const leaseMs = r.seconds(3, "lease");
+  const waitMs = r.seconds(4, "wait");
+  return r.result<ModeAcquireRequest>({ op: "Q", key, mode, leaseMs, waitMs, id });
+}
+
+function parseModeTryAcquire(r: FieldReader): ModeTryAcquireRequest | DecodeError {
+  const wrongCount = r.expect(5, 5, "W <key> <mode> <lease> <id>", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const id = r.id(4) as string;
+  const mode = r.lockMode(2);
+  const leaseMs = r.seconds(3, "lease");
+  return r.result<ModeTryAcquireRequest>({ op: "W", key, mode, leaseMs, id });
 }
 
 function parseRelease(r: FieldReader): ReleaseRequest | DecodeError {

@@ -13,7 +13,8 @@ import { EpochFile } from "./store/epoch-file.js";
 
 /** Where the engine delivers a queued acquire's outcome: the connection that asked. */
 export interface AcquireSink {
-  granted(key: string, token: bigint, id: string | undefined): void;
+  /** `slot`: a permit's slot (undefined for exclusive and shared grants). */
+  granted(key: string, token: bigint, id: string | undefined, slot: number | undefined): void;
   timedOut(key: string, id: string | undefined): void;
 }
 
@@ -117,9 +118,9 @@ export class LockNode {
         clock: this.clock,
         tokens,
         events: {
-          granted: (sink, key, token, id, waitedMs) => {
+          granted: (sink, key, token, id, waitedMs, slot) => {
             this.observer.granted(waitedMs);
-            sink.granted(key, token, id);
+            sink.granted(key, token, id, slot);
           },
           timedOut: (sink, key, id) => sink.timedOut(key, id),
         },

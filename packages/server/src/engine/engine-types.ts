@@ -1,7 +1,16 @@
+import type { LockMode, ModeConflict } from "./lock-mode.js";
+
 /** The lock engine's contract types: its events, journal, limits, inputs and outcomes (engine.ts). */
 export interface EngineEvents<P> {
   /** A queued acquire was granted: the key was released or its lease expired. */
-  granted(payload: P, key: string, token: bigint, id: string | undefined, waitedMs: number): void;
+  granted(
+    payload: P,
+    key: string,
+    token: bigint,
+    id: string | undefined,
+    waitedMs: number,
+    slot: number | undefined,
+  ): void;
   /** A queued acquire's wait ran out; it was removed and will never be granted. */
   timedOut(payload: P, key: string, id: string | undefined): void;
 }
@@ -9,7 +18,16 @@ export interface EngineEvents<P> {
 /** Every change to the holder table, in order: what the cluster replicates to standbys. */
 export interface EngineJournal {
   /** `deadline` is the lease's end on the engine's clock (the replicator folds with it). */
-  grant(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline: number): void;
+  /** `mode` and `slot` only for a shared holder or a permit (absent: an exclusive holder). */
+  grant(
+    key: string,
+    token: bigint,
+    leaseMs: number,
+    id: string | undefined,
+    deadline: number,
+    mode?: LockMode,
+    slot?: number,
+  ): void;
   free(key: string, token: bigint, cause: "release" | "expiry"): void;
   /** `id` is the holder's (unchanged by an extension): a standby that is behind is sent whole states. */
   extend(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline: number): void;
@@ -23,9 +41,15 @@ export interface EngineLimits {
   readonly maxWaitersPerKey: number;
   /** Keys held at once; an acquire of another key gets `TOO_MANY_KEYS`. */
   readonly maxKeys: number;
+  /** Shared holders of one key at once; more shared acquires wait their turn. */
+  readonly maxSharedHolders: number;
 }
 
-export const DEFAULT_ENGINE_LIMITS: EngineLimits = { maxWaitersPerKey: 10_000, maxKeys: 5_000_000 };
+export const DEFAULT_ENGINE_LIMITS: EngineLimits = {
+  maxWaitersPerKey: 10_000,
+  maxKeys: 5_000_000,
+  maxSharedHolders: 10_000,
+};
 
 export interface AcquireInput<P> {
   readonly key: string;
@@ -34,19 +58,33 @@ export interface AcquireInput<P> {
   readonly waitMs: number;
   readonly id?: string | undefined;
   readonly payload: P;
+  /** Exclusive when absent. */
+  readonly mode?: LockMode | undefined;
 }
 
+/**
+ * `replayed`: a retry of the acquire that already holds the key (same id): same token. `slot`: a
+ * permit's slot, 0..limit−1 (undefined for exclusive and shared holders).
+ */
+export interface GrantedOutcome {
+  readonly status: "granted";
+  readonly token: bigint;
+  readonly replayed: boolean;
+  readonly slot: number | undefined;
+}
+
+/** The request disagrees with the key's kind or limit (`ModeConflict`), or a limit was reached. */
+export type Rejected<C extends string> =
+  | ({ readonly status: "rejected" } & ModeConflict)
+  | { readonly status: "rejected"; readonly code: C };
+
 export type AcquireOutcome<P> =
-  /** `replayed`: a retry of the acquire that already holds the key (same id): same token. */
-  | { readonly status: "granted"; readonly token: bigint; readonly replayed: boolean }
+  | GrantedOutcome
   /** Queued. `displaced`: the payload of an earlier try of the same id, whose place this one took. */
   | { readonly status: "queued"; readonly displaced: P | undefined }
-  | { readonly status: "rejected"; readonly code: "TOO_MANY_WAITERS" | "TOO_MANY_KEYS" };
+  | Rejected<"TOO_MANY_WAITERS" | "TOO_MANY_KEYS">;
 
-export type TryAcquireOutcome =
-  | { readonly status: "granted"; readonly token: bigint; readonly replayed: boolean }
-  | { readonly status: "busy" }
-  | { readonly status: "rejected"; readonly code: "TOO_MANY_KEYS" };
+export type TryAcquireOutcome = GrantedOutcome | { readonly status: "busy" } | Rejected<"TOO_MANY_KEYS">;
 
 /** One held key as `listHeld` returns it. */
 export interface HeldKey {

@@ -8,6 +8,7 @@ import {
   type EngineEvents,
   type EngineJournal,
   type EngineLimits,
+  type GrantedOutcome,
   type HeldKey,
   type ListHeldInput,
   type Ownership,
@@ -15,7 +16,8 @@ import {
 } from "./engine-types.js";
 import { HeldKeyIndex } from "./held-key-index.js";
 import { KeyTable } from "./key-table.js";
-import { KeyState, Session, Waiter } from "./records.js";
+import { canHoldBeside, EXCLUSIVE, type LockMode, modeConflict, permits, SHARED } from "./lock-mode.js";
+import { type HeldRecord, Holder, KeyState, NO_TOKEN, Session, Waiter } from "./records.js";
 import { compareKeys } from "./sorted-keys.js";
 import type { TokenIssuer } from "./token-issuer.js";
 
@@ -48,13 +50,15 @@ export { DEFAULT_ENGINE_LIMITS } from "./engine-types.js";
 export class LockEngine<P> {
   /** Held keys, split over `Map`s so that no single table grow blocks for long (see KeyTable). */
   readonly #keys = new KeyTable<KeyState<P>>();
-  readonly #heap = new DeadlineHeap<KeyState<P> | Waiter<P>>();
+  readonly #heap = new DeadlineHeap<KeyState<P> | Holder<P> | Waiter<P>>();
   readonly #clock: Clock;
   readonly #tokens: TokenIssuer;
   readonly #events: EngineEvents<P>;
   readonly #journal: EngineJournal | undefined;
   readonly #limits: EngineLimits;
   #waiters = 0;
+  /** Grants that hold a key: exclusive holders, shared holders and permits (`maxKeys` caps them). */
+  #holders = 0;
   /** Built on the first listing (see HeldKeyIndex); undefined until then. */
   #index: HeldKeyIndex | undefined;
   /** Keys with a queue: "most contended" reads these, never the whole key map. */
@@ -91,6 +95,11 @@ export class LockEngine<P> {
     return this.#keys.size;
   }
 
+  /** Holders across all keys: one per exclusively held key, one per shared holder and permit. */
+  get holderCount(): number {
+    return this.#holders;
+  }
+
   /** Acquires queued across all keys. */
   get waiterCount(): number {
     return this.#waiters;
@@ -112,35 +121,35 @@ export class LockEngine<P> {
   closeSession(session: Session<P>): number {
     let dropped = 0;
     for (let waiter = session.head; waiter; waiter = session.head) {
-      this.#dropWaiter(waiter);
+      this.#withdraw(waiter);
       dropped += 1;
     }
     return dropped;
   }
 
   acquire(session: Session<P>, input: AcquireInput<P>): AcquireOutcome<P> {
+    const mode = input.mode ?? EXCLUSIVE;
     const state = this.#keys.get(input.key);
-    if (state === undefined) {
-      const token = this.#grantFree(input.key, input.leaseMs, input.id, session);
-      return token === undefined
-        ? { status: "rejected", code: "TOO_MANY_KEYS" }
-        : { status: "granted", token, replayed: false };
-    }
+    if (state === undefined) return this.#grantFirst(input.key, mode, input.leaseMs, input.id, session);
+    const conflict = modeConflict(mode, state.semaphoreLimit);
+    if (conflict !== undefined) return { status: "rejected", ...conflict };
     if (input.id !== undefined) {
-      if (state.holderId === input.id) {
-        // A retry on another connection (the client reconnected): that connection holds it now.
-        state.holderSession = session;
-        return { status: "granted", token: state.token, replayed: true };
-      }
+      const held = this.#findById(state, input.id);
+      if (held !== undefined) return this.#replay(held, session);
       const earlier = state.findWaiter(input.id);
       if (earlier !== undefined)
         return { status: "queued", displaced: this.#rebind(earlier, session, input) };
     }
+    if (
+      state.waiterCount === 0 &&
+      canHoldBeside(mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)
+    )
+      return this.#grantArrival(state, mode, input.leaseMs, input.id, session);
     if (state.waiterCount >= this.#limits.maxWaitersPerKey)
       return { status: "rejected", code: "TOO_MANY_WAITERS" };
     const now = this.#clock.now();
-    const waiter = new Waiter(state, session, input.payload, input.leaseMs, input.id, now);
-    if (state.queue === undefined) this.#contended.add(state);
+    const waiter = new Waiter(state, session, input.payload, input.leaseMs, input.id, mode, now);
+    if (state.waiterCount === 0) this.#contended.add(state);
     state.enqueue(waiter);
     session.add(waiter);
     this.#waiters += 1;
@@ -148,20 +157,31 @@ export class LockEngine<P> {
     return { status: "queued", displaced: undefined };
   }
 
-  /** Grants only if the key is free right now; never queues. `session` becomes the holder's. */
-  tryAcquire(key: string, leaseMs: number, id?: string, session?: Session<P>): TryAcquireOutcome {
+  /**
+   * Grants only if the request could be granted right now (the key free, or holdable beside its
+   * holders with nobody queued); never queues. `session` becomes the holder's.
+   */
+  tryAcquire(
+    key: string,
+    leaseMs: number,
+    id?: string,
+    session?: Session<P>,
+    mode: LockMode = EXCLUSIVE,
+  ): TryAcquireOutcome {
     const state = this.#keys.get(key);
-    if (state !== undefined) {
-      if (id !== undefined && state.holderId === id) {
-        state.holderSession = session;
-        return { status: "granted", token: state.token, replayed: true };
-      }
-      return { status: "busy" };
+    if (state === undefined) return this.#grantFirst(key, mode, leaseMs, id, session);
+    const conflict = modeConflict(mode, state.semaphoreLimit);
+    if (conflict !== undefined) return { status: "rejected", ...conflict };
+    if (id !== undefined) {
+      const held = this.#findById(state, id);
+      if (held !== undefined) return this.#replay(held, session);
     }
-    const token = this.#grantFree(key, leaseMs, id, session);
-    return token === undefined
-      ? { status: "rejected", code: "TOO_MANY_KEYS" }
-      : { status: "granted", token, replayed: false };
+    if (
+      state.waiterCount === 0 &&
+      canHoldBeside(mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)
+    )
+      return this.#grantArrival(state, mode, leaseMs, id, session);
+    return { status: "busy" };
   }
 
   /**
@@ -172,33 +192,36 @@ export class LockEngine<P> {
    * token alone proves nothing: anyone can guess a neighbour's.
    */
   ownership(key: string, token: bigint, session: Session<P>, id: string | undefined): Ownership {
-    const state = this.#keys.get(key);
-    if (state === undefined || state.token !== token) return "stale";
-    if (state.holderSession === session) return "holder";
-    if (id !== undefined && state.holderId === id) return "holder";
+    const held = this.#find(key, token);
+    if (held === undefined) return "stale";
+    if (held.holderSession === session) return "holder";
+    if (id !== undefined && held.holderId === id) return "holder";
     return "not-owner";
   }
 
-  /** Releases `key` if `token` holds it, handing it to the queue's head. False if it did not. */
+  /**
+   * Releases the grant `token` of `key` if it still holds it, granting the queue's head (and, for
+   * shared holders and permits, every waiter behind it that can join them). False if it did not.
+   */
   release(key: string, token: bigint): boolean {
-    const state = this.#keys.get(key);
-    if (state === undefined || state.token !== token) {
+    const held = this.#find(key, token);
+    if (held === undefined) {
       this.counters.staleReleases += 1;
       return false;
     }
     this.counters.releases += 1;
     this.#journal?.free(key, token, "release");
-    this.#handOff(state);
+    this.#free(held);
     return true;
   }
 
   /** Sets the lease of `token` to `leaseMs` from now. False if the token no longer holds `key`. */
   extend(key: string, token: bigint, leaseMs: number): boolean {
-    const state = this.#keys.get(key);
-    if (state === undefined || state.token !== token) return false;
+    const held = this.#find(key, token);
+    if (held === undefined) return false;
     this.counters.extensions += 1;
-    this.#heap.schedule(state, this.#clock.now() + leaseMs);
-    this.#journal?.extend(key, token, leaseMs, state.holderId, state.deadline);
+    this.#heap.schedule(held, this.#clock.now() + leaseMs);
+    this.#journal?.extend(key, token, leaseMs, held.holderId, held.deadline);
     return true;
   }
 
@@ -210,7 +233,7 @@ export class LockEngine<P> {
     const waiter = this.#keys.get(key)?.findWaiter(id);
     if (waiter === undefined) return undefined;
     this.counters.cancels += 1;
-    this.#dropWaiter(waiter);
+    this.#withdraw(waiter);
     return waiter.payload;
   }
 
@@ -223,23 +246,61 @@ export class LockEngine<P> {
   }
 
   /**
-   * Replication (a standby applying the active's stream): installs `token` as the holder of `key`
-   * with `leaseMs` left, replacing whatever this node had. Emits nothing; queues are not replicated.
+   * Replication (a standby applying the active's stream): installs `token` as a holder of `key` in
+   * `mode` (a permit on `slot`) with `leaseMs` left. An exclusive holder replaces whatever this
+   * node had for the key; a shared holder or permit joins the key's others (replacing them if they
+   * were another kind, and a permit already on its slot). Emits nothing; queues are not replicated.
    */
-  installHolder(key: string, token: bigint, leaseMs: number, id: string | undefined): void {
+  installHolder(
+    key: string,
+    token: bigint,
+    leaseMs: number,
+    id: string | undefined,
+    mode: LockMode = EXCLUSIVE,
+    slot = -1,
+  ): void {
     let state = this.#keys.get(key);
     if (state === undefined) {
-      state = new KeyState<P>(key, token, id, undefined);
+      state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
       this.#keys.add(key, state);
       this.#index?.added(key);
-    } else {
-      state.token = token;
-      state.holderId = id;
-      state.holderSession = undefined;
     }
+    const held = this.#replaceForInstall(state, token, mode, slot);
+    const record = held ?? this.#hold(state, mode, token, id, undefined, slot);
+    record.holderId = id;
     const deadline = this.#clock.now() + leaseMs;
-    if (this.#deferDeadlines) state.deadline = deadline;
-    else this.#heap.schedule(state, deadline);
+    if (this.#deferDeadlines) record.deadline = deadline;
+    else this.#heap.schedule(record, deadline);
+  }
+
+  /**
+   * Makes room for an installed holder: drops the holders it cannot sit beside. Returns the record
+   * to update if `token` already holds the key the same way.
+   */
+  #replaceForInstall(
+    state: KeyState<P>,
+    token: bigint,
+    mode: LockMode,
+    slot: number,
+  ): HeldRecord<P> | undefined {
+    if (mode.kind === "exclusive") {
+      if (state.token === NO_TOKEN) this.#dropHolderSet(state);
+      else this.#holders -= 1;
+      state.token = NO_TOKEN;
+      state.holderSession = undefined;
+      return undefined;
+    }
+    this.#dropExclusive(state);
+    const holders = state.holders;
+    if (holders !== undefined && (holders.kind !== mode.kind || holders.limit !== limitOf(mode)))
+      this.#dropHolderSet(state);
+    const same = state.holders?.get(token);
+    if (same !== undefined && same.slot === slot) return same;
+    if (same !== undefined) this.#unhold(same);
+    if (mode.kind === "permit") {
+      for (const other of state.holders?.values() ?? []) if (other.slot === slot) this.#unhold(other);
+    }
+    return undefined;
   }
 
   /**
@@ -251,21 +312,32 @@ export class LockEngine<P> {
     this.#deferDeadlines = defer;
     if (defer) return;
     for (const map of this.#keys.maps)
-      for (const state of map.values()) if (state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
+      for (const state of map.values()) {
+        if (state.token !== NO_TOKEN && state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
+        for (const holder of state.holders?.values() ?? [])
+          if (holder.heapIndex < 0) this.#heap.schedule(holder, holder.deadline);
+      }
   }
 
   /**
-   * Replication: forgets `key`, whatever token holds it (a release or expiry on the active). The
-   * stream is ordered, so the standby's holder is the one freed; a standby that was behind is sent
-   * the key's final state, and the token it holds may be older than the one the active freed.
+   * Replication: forgets the holder `token` of `key` (a release or expiry on the active), or, with
+   * no token, the whole key. The stream is ordered, so the standby's exclusive holder is the one
+   * freed, whatever its token: a standby that was behind is sent the key's final state, and the
+   * token it holds may be older than the one the active freed.
    */
-  removeHolder(key: string): void {
+  removeHolder(key: string, token?: bigint): void {
     const state = this.#keys.get(key);
     if (state === undefined) return;
+    const holders = state.holders;
+    if (token !== undefined && holders !== undefined) {
+      const holder = holders.get(token);
+      if (holder !== undefined) this.#unhold(holder);
+      if (state.holderCount > 0) return;
+    }
     for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
-    this.#heap.remove(state);
-    this.#keys.delete(key);
-    this.#index?.removed(key);
+    this.#dropExclusive(state);
+    this.#dropHolderSet(state);
+    this.#forget(state);
   }
 
   /** Forgets every holder and waiter (a standby about to load a snapshot, or a demoted node). */
@@ -274,28 +346,48 @@ export class LockEngine<P> {
       for (const state of map.values()) {
         for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
         this.#heap.remove(state);
+        for (const holder of state.holders?.values() ?? []) this.#heap.remove(holder);
       }
     this.#keys.clear();
+    this.#holders = 0;
     this.#index?.cleared();
   }
 
   /**
    * Every holder with its remaining lease, for a snapshot. Lazy: it may be consumed in chunks with
    * the engine changing in between. Each key held for the whole iteration is visited exactly once;
-   * a key granted or freed meanwhile may or may not be (see KeyTable). A holder is read when it is
-   * visited (its token and lease as of that step), and `remainingMs` is counted from the clock
-   * reading taken at that step.
+   * a key granted or freed meanwhile may or may not be (see KeyTable). A key's holders are read
+   * when it is visited (their tokens and leases as of that step), and `remainingMs` is counted
+   * from the clock reading taken at that step.
    */
-  *holders(): Generator<{ key: string; token: bigint; remainingMs: number; id: string | undefined }> {
+  *holders(): Generator<SnapshotHolder> {
     for (const map of this.#keys.maps)
       for (const state of map.values()) {
         const now = this.#clock.now();
-        yield {
-          key: state.key,
-          token: state.token,
-          remainingMs: Math.max(0, Math.ceil(state.deadline - now)),
-          id: state.holderId,
-        };
+        const remaining = (held: HeldRecord<P>) => Math.max(0, Math.ceil(held.deadline - now));
+        if (state.token !== NO_TOKEN) {
+          yield {
+            key: state.key,
+            token: state.token,
+            remainingMs: remaining(state),
+            id: state.holderId,
+            mode: EXCLUSIVE,
+            slot: -1,
+          };
+          continue;
+        }
+        const holders = state.holders;
+        if (holders === undefined) continue;
+        const mode = holders.kind === "shared" ? SHARED : permits(holders.limit);
+        for (const h of [...holders.values()])
+          yield {
+            key: state.key,
+            token: h.token,
+            remainingMs: remaining(h),
+            id: h.holderId,
+            mode,
+            slot: h.slot,
+          };
       }
   }
 
@@ -303,7 +395,10 @@ export class LockEngine<P> {
   maxHeldToken(): bigint {
     let max = 0n;
     for (const map of this.#keys.maps)
-      for (const state of map.values()) if (state.token > max) max = state.token;
+      for (const state of map.values()) {
+        if (state.token > max) max = state.token;
+        for (const holder of state.holders?.values() ?? []) if (holder.token > max) max = holder.token;
+      }
     return max;
   }
 
@@ -321,23 +416,47 @@ export class LockEngine<P> {
   tick(): void {
     const now = this.#clock.now();
     for (let entry = this.#heap.popDue(now); entry; entry = this.#heap.popDue(now)) {
-      if (entry instanceof KeyState) {
-        this.counters.expiries += 1;
-        this.#journal?.free(entry.key, entry.token, "expiry");
-        this.#handOff(entry);
-      } else {
+      if (entry instanceof Waiter) {
         this.counters.timeouts += 1;
-        this.#dropWaiter(entry);
-        this.#events.timedOut(entry.payload, entry.state.key, entry.id);
+        this.#withdraw(entry, () => this.#events.timedOut(entry.payload, entry.state.key, entry.id));
+      } else {
+        this.counters.expiries += 1;
+        this.#journal?.free(keyOf(entry), entry.token, "expiry");
+        this.#free(entry);
       }
     }
   }
 
-  /** The holder of `key`, for status and snapshots. */
+  /** The exclusive holder of `key`, for status and tests (undefined if it is free or held shared). */
   holder(key: string): { token: bigint; remainingMs: number; id: string | undefined } | undefined {
     const state = this.#keys.get(key);
-    if (state === undefined) return undefined;
+    if (state === undefined || state.token === NO_TOKEN) return undefined;
     return { token: state.token, remainingMs: state.deadline - this.#clock.now(), id: state.holderId };
+  }
+
+  /** Every holder of `key` (exclusive, shared or permits), oldest grant first. */
+  holdersOf(key: string): KeyHolder[] {
+    const state = this.#keys.get(key);
+    if (state === undefined) return [];
+    const now = this.#clock.now();
+    if (state.token !== NO_TOKEN)
+      return [
+        {
+          token: state.token,
+          remainingMs: state.deadline - now,
+          id: state.holderId,
+          mode: "exclusive",
+          slot: undefined,
+        },
+      ];
+    const holders = [...(state.holders?.values() ?? [])].map((h) => ({
+      token: h.token,
+      remainingMs: h.deadline - now,
+      id: h.holderId,
+      mode: state.holders!.kind,
+      slot: h.slot < 0 ? undefined : h.slot,
+    }));
+    return holders.sort((x, y) => (x.token < y.token ? -1 : 1));
   }
 
   /** Queued waiters' payloads of `key`, head first. */
@@ -403,43 +522,192 @@ export class LockEngine<P> {
     return top;
   }
 
-  #grantFree(
+  /** A key nobody holds: it becomes held in `mode` by this grant (a new key). */
+  #grantFirst(
     key: string,
+    mode: LockMode,
     leaseMs: number,
     id: string | undefined,
     session: Session<P> | undefined,
-  ): bigint | undefined {
-    if (this.#keys.size >= this.#limits.maxKeys) return undefined;
-    const token = this.#tokens.next();
-    const state = new KeyState<P>(key, token, id, session);
+  ): GrantedOutcome | { readonly status: "rejected"; readonly code: "TOO_MANY_KEYS" } {
+    if (this.#holders >= this.#limits.maxKeys) return { status: "rejected", code: "TOO_MANY_KEYS" };
+    const state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
     this.#keys.add(key, state);
     this.#index?.added(key);
-    this.#heap.schedule(state, this.#clock.now() + leaseMs);
-    this.counters.grants += 1;
-    this.#journal?.grant(key, token, leaseMs, id, state.deadline);
-    return token;
+    return this.#grantNow(state, mode, leaseMs, id, session);
   }
 
-  /** The key was freed: the queue's head gets it now with a new token, or the key is forgotten. */
-  #handOff(state: KeyState<P>): void {
+  /** A held key takes a new holder beside the others on arrival (nobody queued). */
+  #grantArrival(
+    state: KeyState<P>,
+    mode: LockMode,
+    leaseMs: number,
+    id: string | undefined,
+    session: Session<P> | undefined,
+  ): GrantedOutcome | { readonly status: "rejected"; readonly code: "TOO_MANY_KEYS" } {
+    if (this.#holders >= this.#limits.maxKeys) return { status: "rejected", code: "TOO_MANY_KEYS" };
+    return this.#grantNow(state, mode, leaseMs, id, session);
+  }
+
+  #grantNow(
+    state: KeyState<P>,
+    mode: LockMode,
+    leaseMs: number,
+    id: string | undefined,
+    session: Session<P> | undefined,
+  ): GrantedOutcome {
+    const held = this.#hold(state, mode, this.#tokens.next(), id, session, -1);
+    this.#heap.schedule(held, this.#clock.now() + leaseMs);
+    this.counters.grants += 1;
+    this.#journalGrant(state, held, leaseMs);
+    return { status: "granted", token: held.token, replayed: false, slot: slotOf(held) };
+  }
+
+  /** A retry of the acquire that holds the key (same id): the same grant, on this connection now. */
+  #replay(held: HeldRecord<P>, session: Session<P> | undefined): GrantedOutcome {
+    held.holderSession = session;
+    return { status: "granted", token: held.token, replayed: true, slot: slotOf(held) };
+  }
+
+  /**
+   * Records `token` as a holder of `state` in `mode`: the key's own record for an exclusive
+   * holder, else a `Holder` in its set, on `slot` (-1: the lowest free one) for a permit.
+   */
+  #hold(
+    state: KeyState<P>,
+    mode: LockMode,
+    token: bigint,
+    id: string | undefined,
+    session: Session<P> | undefined,
+    slot: number,
+  ): HeldRecord<P> {
+    this.#holders += 1;
+    if (mode.kind === "exclusive") {
+      state.token = token;
+      state.holderId = id;
+      state.holderSession = session;
+      return state;
+    }
+    const holders = state.holders ?? state.startHolderSet(mode.kind, limitOf(mode));
+    const holder = new Holder<P>(state, token, id, session, slot >= 0 ? slot : holders.freeSlot());
+    holders.add(holder);
+    return holder;
+  }
+
+  #journalGrant(state: KeyState<P>, held: HeldRecord<P>, leaseMs: number): void {
+    if (this.#journal === undefined) return;
+    if (held === state) this.#journal.grant(state.key, held.token, leaseMs, held.holderId, held.deadline);
+    else {
+      const holders = state.holders!;
+      const mode = holders.kind === "shared" ? SHARED : permits(holders.limit);
+      this.#journal.grant(state.key, held.token, leaseMs, held.holderId, held.deadline, mode, slotOf(held));
+    }
+  }
+
+  #find(key: string, token: bigint): HeldRecord<P> | undefined {
+    const state = this.#keys.get(key);
+    if (state === undefined) return undefined;
+    if (state.token === token && token !== NO_TOKEN) return state;
+    return state.holders?.get(token);
+  }
+
+  #findById(state: KeyState<P>, id: string): HeldRecord<P> | undefined {
+    if (state.token !== NO_TOKEN) return state.holderId === id ? state : undefined;
+    return state.holders?.findById(id);
+  }
+
+  /**
+   * A grant ended (released or expired): waiters that can now hold the key are granted, in queue
+   * order, or the key is forgotten if nobody holds or wants it.
+   */
+  #free(held: HeldRecord<P>): void {
+    const state = held instanceof Holder ? held.state : held;
     const next = state.head;
-    if (next === undefined) {
-      this.#heap.remove(state);
-      this.#keys.delete(state.key);
-      this.#index?.removed(state.key);
+    if (held === state && next !== undefined && next.mode.kind === "exclusive") {
+      // The common hand-off, from one exclusive holder to the next: the key's record is reused.
+      this.#dropWaiter(next);
+      this.#handTo(state, next);
       return;
     }
-    this.#dropWaiter(next);
-    const token = this.#tokens.next();
+    this.#unhold(held);
+    this.#grantWaiting(state);
+    if (state.holderCount === 0) this.#forget(state);
+  }
+
+  /** Grants the queue's head, and the waiters behind it while they can join (phase-fair). */
+  #grantWaiting(state: KeyState<P>): void {
+    const granted: Array<[Waiter<P>, HeldRecord<P>]> = [];
+    for (let head = state.head; head !== undefined; head = state.head) {
+      if (!canHoldBeside(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
+      this.#dropWaiter(head);
+      const held = this.#hold(state, head.mode, this.#tokens.next(), head.id, head.session, -1);
+      this.#scheduleGrant(state, held, head);
+      granted.push([head, held]);
+    }
     const now = this.#clock.now();
+    for (const [waiter, held] of granted)
+      this.#events.granted(
+        waiter.payload,
+        state.key,
+        held.token,
+        waiter.id,
+        now - waiter.queuedAt,
+        slotOf(held),
+      );
+  }
+
+  /** The exclusive hand-off: `next` (already dequeued) holds `state` now. */
+  #handTo(state: KeyState<P>, next: Waiter<P>): void {
+    const token = this.#tokens.next();
     state.token = token;
     state.holderId = next.id;
     state.holderSession = next.session;
-    this.#heap.schedule(state, now + next.leaseMs);
+    this.#scheduleGrant(state, state, next);
+    this.#events.granted(
+      next.payload,
+      state.key,
+      token,
+      next.id,
+      this.#clock.now() - next.queuedAt,
+      undefined,
+    );
+  }
+
+  #scheduleGrant(state: KeyState<P>, held: HeldRecord<P>, waiter: Waiter<P>): void {
+    this.#heap.schedule(held, this.#clock.now() + waiter.leaseMs);
     this.counters.grants += 1;
     this.counters.handoffs += 1;
-    this.#journal?.grant(state.key, token, next.leaseMs, next.id, state.deadline);
-    this.#events.granted(next.payload, state.key, token, next.id, now - next.queuedAt);
+    this.#journalGrant(state, held, waiter.leaseMs);
+  }
+
+  /** Takes a holder off its key (the key stays, maybe with no holder). */
+  #unhold(held: HeldRecord<P>): void {
+    this.#heap.remove(held);
+    this.#holders -= 1;
+    if (held instanceof Holder) {
+      const state = held.state;
+      state.holders!.remove(held);
+      if (state.holders!.count === 0) state.endHolderSet();
+      return;
+    }
+    held.token = NO_TOKEN;
+    held.holderId = undefined;
+    held.holderSession = undefined;
+  }
+
+  #dropExclusive(state: KeyState<P>): void {
+    if (state.token !== NO_TOKEN) this.#unhold(state);
+  }
+
+  #dropHolderSet(state: KeyState<P>): void {
+    for (const holder of [...(state.holders?.values() ?? [])]) this.#unhold(holder);
+  }
+
+  /** The key has no holder and no waiter: it is not held any more. */
+  #forget(state: KeyState<P>): void {
+    this.#heap.remove(state);
+    this.#keys.delete(state.key);
+    this.#index?.removed(state.key);
   }
 
   /** A retry of a queued acquire (same id) takes over the waiter: its place, new connection. */
@@ -455,11 +723,55 @@ export class LockEngine<P> {
     return displaced;
   }
 
+  /**
+   * A queued acquire leaves without a grant (cancelled, timed out, its connection gone): `then`
+   * runs once it is gone (its event), and if it was the head, the waiters behind it may now join
+   * the key's shared holders.
+   */
+  #withdraw(waiter: Waiter<P>, then?: () => void): void {
+    const state = waiter.state;
+    const wasHead = state.head === waiter;
+    this.#dropWaiter(waiter);
+    then?.();
+    if (wasHead && this.#keys.get(state.key) === state) this.#grantWaiting(state);
+  }
+
   #dropWaiter(waiter: Waiter<P>): void {
     waiter.state.unlink(waiter);
-    if (waiter.state.queue === undefined) this.#contended.delete(waiter.state);
+    if (waiter.state.waiterCount === 0) this.#contended.delete(waiter.state);
     waiter.session.remove(waiter);
     this.#heap.remove(waiter);
     this.#waiters -= 1;
   }
+}
+
+/** A holder as `holders()` yields it for a snapshot (`slot` -1 unless a permit). */
+export interface SnapshotHolder {
+  readonly key: string;
+  readonly token: bigint;
+  readonly remainingMs: number;
+  readonly id: string | undefined;
+  readonly mode: LockMode;
+  readonly slot: number;
+}
+
+/** One holder of a key as `holdersOf` returns it. */
+export interface KeyHolder {
+  readonly token: bigint;
+  readonly remainingMs: number;
+  readonly id: string | undefined;
+  readonly mode: "exclusive" | "shared" | "permit";
+  readonly slot: number | undefined;
+}
+
+function slotOf<P>(held: HeldRecord<P>): number | undefined {
+  return held instanceof Holder && held.slot >= 0 ? held.slot : undefined;
+}
+
+function keyOf<P>(held: HeldRecord<P>): string {
+  return held instanceof Holder ? held.state.key : held.key;
+}
+
+function limitOf(mode: LockMode): number {
+  return mode.kind === "permit" ? mode.limit : 0;
 }

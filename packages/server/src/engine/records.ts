@@ -1,4 +1,6 @@
 import type { DeadlineEntry } from "@lock/deadline-heap";
+import { HolderSet } from "./holder-set.js";
+import type { HoldingKind, LockMode } from "./lock-mode.js";
 
 /**
  * The engine's per-key and per-waiter records. They are plain mutable classes (not immutable
@@ -10,12 +12,21 @@ import type { DeadlineEntry } from "@lock/deadline-heap";
 const LEASE_ORDER = 0;
 const WAIT_ORDER = 1;
 
-/** A held key: its holder, lease deadline and FIFO queue of waiters. Exists only while held. */
+/** `KeyState.token` while the key has no exclusive holder (its holders are in a `HolderSet`). */
+export const NO_TOKEN = 0n;
+
+/**
+ * A held key and, when it is held exclusively, its holder and lease entry: a lock's only holder
+ * lives in the key's own record, so an exclusive lock costs no more memory than before shared
+ * holders and permits existed. Shared holders and permits are `Holder`s in the key's `HolderSet`
+ * (then `token` is `NO_TOKEN`). Exists only while held: the engine grants a waiter whenever it can,
+ * so a key never has waiters and no holder.
+ */
 export class KeyState<P> implements DeadlineEntry {
   deadline = 0;
   heapIndex = -1;
-  /** Allocated only while someone waits: most held keys never have a queue. */
-  queue: WaitQueue<P> | undefined = undefined;
+  /** Allocated only while someone waits or the key has shared holders or permits (see KeyExtra). */
+  more: KeyExtra<P> | undefined = undefined;
 
   /**
    * `holderSession`: the connection that was granted the key, which may release and extend it
@@ -34,36 +45,79 @@ export class KeyState<P> implements DeadlineEntry {
   }
 
   get head(): Waiter<P> | undefined {
-    return this.queue?.head;
+    return this.more?.head;
   }
 
   get waiterCount(): number {
-    return this.queue?.count ?? 0;
+    return this.more?.count ?? 0;
+  }
+
+  /** The shared holders or permits, if the key is held that way. */
+  get holders(): HolderSet<P> | undefined {
+    return this.more?.holders;
+  }
+
+  get holding(): HoldingKind {
+    if (this.token !== NO_TOKEN) return "exclusive";
+    const holders = this.more?.holders;
+    return holders === undefined ? "none" : holders.kind;
+  }
+
+  get holderCount(): number {
+    return this.token !== NO_TOKEN ? 1 : (this.more?.holders?.count ?? 0);
+  }
+
+  /** The limit if the key is a semaphore (held or queued for), else undefined (a lock). */
+  get semaphoreLimit(): number | undefined {
+    const holders = this.more?.holders;
+    return holders?.kind === "permit" ? holders.limit : undefined;
   }
 
   findWaiter(id: string): Waiter<P> | undefined {
-    return this.queue?.byId?.get(id);
+    return this.more?.byId?.get(id);
   }
 
   enqueue(waiter: Waiter<P>): void {
-    this.queue ??= new WaitQueue<P>();
-    this.queue.push(waiter);
+    this.more ??= new KeyExtra<P>();
+    this.more.push(waiter);
   }
 
   unlink(waiter: Waiter<P>): void {
-    const queue = this.queue!;
-    queue.remove(waiter);
-    if (queue.count === 0) this.queue = undefined;
+    this.more!.remove(waiter);
+    this.#dropExtraIfEmpty();
+  }
+
+  /** Starts holding the key through a `HolderSet` (a first shared holder or permit). */
+  startHolderSet(kind: "shared" | "permit", limit: number): HolderSet<P> {
+    this.more ??= new KeyExtra<P>();
+    const holders = new HolderSet<P>(kind, limit);
+    this.more.holders = holders;
+    return holders;
+  }
+
+  /** The `HolderSet` emptied: the key is held no more (until its next grant). */
+  endHolderSet(): void {
+    this.more!.holders = undefined;
+    this.#dropExtraIfEmpty();
+  }
+
+  #dropExtraIfEmpty(): void {
+    const more = this.more!;
+    if (more.count === 0 && more.holders === undefined) this.more = undefined;
   }
 }
 
-/** A key's waiters in arrival order: an intrusive doubly linked list, plus an index by request id. */
-class WaitQueue<P> {
+/**
+ * What most held keys never need, in one object: the FIFO queue of waiters (an intrusive doubly
+ * linked list, plus an index by request id) and the shared holders or permits.
+ */
+class KeyExtra<P> {
   head: Waiter<P> | undefined = undefined;
   tail: Waiter<P> | undefined = undefined;
   count = 0;
   /** Created on the first waiter that carries an id. */
   byId: Map<string, Waiter<P>> | undefined = undefined;
+  holders: HolderSet<P> | undefined = undefined;
 
   push(waiter: Waiter<P>): void {
     waiter.prev = this.tail;
@@ -89,6 +143,28 @@ class WaitQueue<P> {
   }
 }
 
+/** A shared holder or a permit: its own token, lease entry, id and session (and slot, for a permit). */
+export class Holder<P> implements DeadlineEntry {
+  deadline = 0;
+  heapIndex = -1;
+
+  constructor(
+    readonly state: KeyState<P>,
+    readonly token: bigint,
+    public holderId: string | undefined,
+    public holderSession: Session<P> | undefined,
+    /** The permit's slot, 0..limit−1; -1 for a shared holder. */
+    readonly slot: number,
+  ) {}
+
+  get order(): number {
+    return LEASE_ORDER;
+  }
+}
+
+/** A key's exclusive holder (the key's own record) or one of its shared holders or permits. */
+export type HeldRecord<P> = KeyState<P> | Holder<P>;
+
 /** A queued acquire. Belongs to one key's queue and one session's list at a time. */
 export class Waiter<P> implements DeadlineEntry {
   deadline = Number.POSITIVE_INFINITY;
@@ -104,6 +180,7 @@ export class Waiter<P> implements DeadlineEntry {
     public payload: P,
     public leaseMs: number,
     readonly id: string | undefined,
+    readonly mode: LockMode,
     /** Clock time the acquire was queued, for the wait-time metric. */
     public queuedAt: number,
   ) {}

@@ -1,4 +1,12 @@
-import type { ErrorCode, Reply, Request, RequestOp } from "@lock/protocol";
+import {
+  type ErrorCode,
+  EXCLUSIVE,
+  type LockMode,
+  type Reply,
+  type Request,
+  type RequestOp,
+} from "@lock/protocol";
+import type { Rejected } from "../engine/engine-types.js";
 import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
@@ -31,6 +39,8 @@ export class LockVerbs implements AcquireSink {
   readonly #send: (reply: Reply) => void;
   readonly #keys: ConnectionKeys;
   #pending = 0;
+  /** Ids of this session's queued `Q` acquires, answered `Q` (with a slot) rather than `A`. */
+  #modeIds: Set<string> | undefined = undefined;
 
   /** `label`: who the session is (the client's address), shown as a key's holder by `/locks`. */
   constructor(ctx: VerbContext, send: (reply: Reply) => void, label?: string) {
@@ -46,26 +56,29 @@ export class LockVerbs implements AcquireSink {
     return this.#pending;
   }
 
-  granted(key: string, token: bigint, id: string | undefined): void {
+  granted(key: string, token: bigint, id: string | undefined, slot: number | undefined): void {
     this.#pending -= 1;
     this.#keys.granted(key, token);
-    this.#send({ kind: "A", key, token, id });
+    if (id !== undefined && this.#modeIds?.delete(id)) this.#send({ kind: "Q", key, token, slot, id });
+    else this.#send({ kind: "A", key, token, id });
   }
 
   timedOut(key: string, id: string | undefined): void {
     this.#pending -= 1;
+    if (id !== undefined) this.#modeIds?.delete(id);
     this.#send({ kind: "T", key, id });
   }
 
   /** A retry of one of our queued acquires (same id) took its place on another session. */
-  displaced(): void {
+  displaced(id: string | undefined): void {
     this.#pending -= 1;
+    if (id !== undefined) this.#modeIds?.delete(id);
   }
 
   /** Answers every queued acquire with `code` (the client retries elsewhere) and ends the session. */
   failPending(code: ErrorCode, message: string): void {
     for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
-      this.#send({ kind: "E", op: "A", key, id, code, message });
+      this.#send({ kind: "E", op: this.#acquireOp(id), key, id, code, message });
     }
     this.close();
   }
@@ -73,16 +86,21 @@ export class LockVerbs implements AcquireSink {
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
   redirectPending(address: string): void {
     for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
-      this.#send({ kind: "M", op: "A", key, address, id });
+      this.#send({ kind: "M", op: this.#acquireOp(id), key, address, id });
     }
-    this.#ctx.node.engine.closeSession(this.#session);
-    this.#pending = 0;
+    this.close();
   }
 
   /** The session is over: its queued acquires are withdrawn, its holders keep their leases. */
   close(): void {
     this.#ctx.node.engine.closeSession(this.#session);
     this.#pending = 0;
+    this.#modeIds = undefined;
+  }
+
+  /** The verb a queued acquire came with. */
+  #acquireOp(id: string | undefined): "A" | "Q" {
+    return id !== undefined && this.#modeIds?.has(id) ? "Q" : "A";
   }
 
   /** Sends an error reply, counted by the observer like every `E`. */
@@ -101,9 +119,11 @@ export class LockVerbs implements AcquireSink {
     }
     switch (request.op) {
       case "A":
+      case "Q":
         this.#acquire(request);
         return;
       case "Y":
+      case "W":
         this.#tryAcquire(request);
         return;
       case "R":
@@ -124,12 +144,12 @@ export class LockVerbs implements AcquireSink {
     }
   }
 
-  #acquire(request: VerbRequest<"A">): void {
-    const { key, id } = request;
-    if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
+  #acquire(request: VerbRequest<"A" | "Q">): void {
+    const { op, key, id } = request;
+    if (!this.#leaseInRange(op, key, id, request.leaseMs)) return;
     if (request.waitMs > this.#ctx.limits.maxWaitMs) {
       this.error(
-        "A",
+        op,
         key,
         id,
         "WAIT_OUT_OF_RANGE",
@@ -138,47 +158,61 @@ export class LockVerbs implements AcquireSink {
       return;
     }
     if (this.#pending >= this.#ctx.limits.maxPendingPerConnection) {
-      this.error("A", key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
+      this.error(op, key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
       return;
     }
-    if (!this.#withinKeyQuota("A", key, id)) return;
+    if (!this.#withinKeyQuota(op, key, id)) return;
+    const mode = op === "Q" ? request.mode : EXCLUSIVE;
     const outcome = this.#ctx.node.engine.acquire(this.#session, {
       key,
       leaseMs: request.leaseMs,
       waitMs: request.waitMs,
       id,
       payload: this,
+      mode,
     });
     if (outcome.status === "granted") {
       if (!outcome.replayed) this.#ctx.node.observer.granted(0);
       this.#keys.granted(key, outcome.token);
-      this.#send({ kind: "A", key, token: outcome.token, id });
+      if (op === "Q")
+        this.#send({ kind: "Q", key, token: outcome.token, slot: outcome.slot, id: request.id });
+      else this.#send({ kind: "A", key, token: outcome.token, id });
     } else if (outcome.status === "queued") {
       this.#pending += 1;
-      (outcome.displaced as LockVerbs | undefined)?.displaced();
-    } else {
-      this.error(
-        "A",
-        key,
-        id,
-        outcome.code,
-        outcome.code === "TOO_MANY_KEYS" ? "the server holds too many keys" : "the key's wait queue is full",
-      );
-    }
+      if (op === "Q") {
+        this.#modeIds ??= new Set();
+        this.#modeIds.add(request.id);
+      }
+      (outcome.displaced as LockVerbs | undefined)?.displaced(id);
+    } else this.#refuse(op, key, id, outcome, mode);
   }
 
-  #tryAcquire(request: VerbRequest<"Y">): void {
-    const { key, id } = request;
-    if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
-    if (!this.#withinKeyQuota("Y", key, id)) return;
-    const outcome = this.#ctx.node.engine.tryAcquire(key, request.leaseMs, id, this.#session);
+  #tryAcquire(request: VerbRequest<"Y" | "W">): void {
+    const { op, key, id } = request;
+    if (!this.#leaseInRange(op, key, id, request.leaseMs)) return;
+    if (!this.#withinKeyQuota(op, key, id)) return;
+    const mode = op === "W" ? request.mode : EXCLUSIVE;
+    const outcome = this.#ctx.node.engine.tryAcquire(key, request.leaseMs, id, this.#session, mode);
     if (outcome.status === "granted") {
       if (!outcome.replayed) this.#ctx.node.observer.granted(0);
       this.#keys.granted(key, outcome.token);
-      this.#send({ kind: "Y", key, token: outcome.token, id });
+      if (op === "W")
+        this.#send({ kind: "W", key, token: outcome.token, slot: outcome.slot, id: request.id });
+      else this.#send({ kind: "Y", key, token: outcome.token, id });
     } else if (outcome.status === "busy") {
       this.#send({ kind: "N", key, id });
-    } else this.error("Y", key, id, outcome.code, "the server holds too many keys");
+    } else this.#refuse(op, key, id, outcome, mode);
+  }
+
+  /** The engine refused an acquire: a limit, or a mode the key's kind or limit disagrees with. */
+  #refuse(
+    op: "A" | "Q" | "Y" | "W",
+    key: string,
+    id: string | undefined,
+    outcome: Rejected<string>,
+    mode: LockMode,
+  ): void {
+    this.error(op, key, id, outcome.code as ErrorCode, refusalMessage(outcome, mode));
   }
 
   #release(request: VerbRequest<"R">): void {
@@ -225,7 +259,7 @@ export class LockVerbs implements AcquireSink {
    * Whether this connection may take one more key: held keys plus queued acquires stay within
    * `maxKeysPerConnection` (a key it already holds is no new key). Answers TOO_MANY_CONNECTION_KEYS if not.
    */
-  #withinKeyQuota(op: "A" | "Y", key: string, id: string | undefined): boolean {
+  #withinKeyQuota(op: "A" | "Y" | "Q" | "W", key: string, id: string | undefined): boolean {
     const quota = this.#ctx.limits.maxKeysPerConnection;
     const engine = this.#ctx.node.engine;
     const session = this.#session;
@@ -292,4 +326,16 @@ export class LockVerbs implements AcquireSink {
       this.#send({ kind: "M", op: request.op, key, address, id });
     }
   }
+}
+
+/** The message of a refused acquire; LIMIT_MISMATCH's starts with `limit=<N>` for clients to read. */
+function refusalMessage(outcome: Rejected<string>, mode: LockMode): string {
+  if ("limit" in outcome)
+    return `limit=${outcome.limit}: the key is a semaphore of ${outcome.limit} permits, not ${mode.kind === "permit" ? mode.limit : "?"}`;
+  if ("current" in outcome)
+    return outcome.current === "semaphore"
+      ? "the key is a semaphore: acquire it with permits"
+      : "the key is a lock (exclusive or shared): acquire it without permits";
+  if (outcome.code === "TOO_MANY_KEYS") return "the server holds too many locks";
+  return "the key's wait queue is full";
 }
