@@ -5,7 +5,7 @@ import { isRequestOp, isValidInfoName, isValidInfoValue, toMessageText } from ".
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import { formatLockMode, formatSlot } from "./lock-mode.js";
 import { ERROR_CODES, type Reply, type Request } from "./messages.js";
-import type { NodeRole, PeerFrame } from "./peer.js";
+import type { NodeRole, PeerFrame, SharedHold } from "./peer.js";
 import { formatToken, isValidEpoch, MAX_EPOCH } from "./token.js";
 
 /** The id field of a request or reply that must carry one. */
@@ -120,6 +120,11 @@ export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LI
       const remaining = formatSafeInteger(remainingMs, "remainingMs");
       return `!h ${keyText(key, limits)} ${formatToken(token)} ${remaining}${idSuffix(id)}\n`;
     }
+    case "q": {
+      const { key, token, remainingMs, id } = frame;
+      const remaining = formatSafeInteger(remainingMs, "remainingMs");
+      return `!q ${keyText(key, limits)} ${formatToken(token)} ${remaining} ${sharedHoldText(frame)}${id === undefined ? " -" : idSuffix(id)}\n`;
+    }
     case "s":
       return `!s ${formatSafeInteger(frame.seq, "seq")} ${formatSafeInteger(frame.count, "count")}\n`;
     case "K":
@@ -128,6 +133,11 @@ export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LI
       const { seq, key, token, leaseMs, id } = frame;
       const lease = formatSafeInteger(leaseMs, "leaseMs");
       return `!G ${formatSafeInteger(seq, "seq")} ${keyText(key, limits)} ${formatToken(token)} ${lease}${idSuffix(id)}\n`;
+    }
+    case "Q": {
+      const { seq, key, token, leaseMs, id } = frame;
+      const lease = formatSafeInteger(leaseMs, "leaseMs");
+      return `!Q ${formatSafeInteger(seq, "seq")} ${keyText(key, limits)} ${formatToken(token)} ${lease} ${sharedHoldText(frame)}${id === undefined ? " -" : idSuffix(id)}\n`;
     }
     case "F":
       return `!F ${formatSafeInteger(frame.seq, "seq")} ${keyText(frame.key, limits)} ${formatToken(frame.token)}\n`;
@@ -151,6 +161,15 @@ function truncate(text: string, maxLength: number): string {
   if (text.length <= maxLength) return text;
   const last = text.charCodeAt(maxLength - 1);
   return text.slice(0, last >= 0xd800 && last <= 0xdbff ? maxLength - 1 : maxLength);
+}
+
+/** `<mode> <slot>` of `!q`/`!Q`, refusing what the receiver would refuse. */
+function sharedHoldText(hold: SharedHold): string {
+  const { mode, slot } = hold;
+  if (mode.kind === "exclusive") throw new TypeError("an exclusive holder travels as !h or !G");
+  if (mode.kind === "shared" ? slot !== undefined : slot === undefined || slot >= mode.limit)
+    throw new RangeError("the slot must be undefined for a shared holder and below the limit for a permit");
+  return `${formatLockMode(mode)} ${formatSlot(slot)}`;
 }
 
 function opText(op: string): string {

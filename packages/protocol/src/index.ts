@@ -81,9 +81,12 @@ export type {
   ReplicatedExtendFrame,
   ReplicatedFreeFrame,
   ReplicatedGrantFrame,
+  ReplicatedSharedGrantFrame,
+  SharedHold,
   SnapshotBeginFrame,
   SnapshotEndFrame,
   SnapshotHolderFrame,
+  SnapshotSharedHolderFrame,
 } from "./peer.js";
 export { isPeerFrame } from "./peer.js";
 export {

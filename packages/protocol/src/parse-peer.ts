@@ -7,8 +7,26 @@ import type {
   NodeRole,
   PeerFrame,
   ReplicatedGrantFrame,
+  ReplicatedSharedGrantFrame,
+  SharedHold,
   SnapshotHolderFrame,
+  SnapshotSharedHolderFrame,
 } from "./peer.js";
+
+/** The mode and slot of `!q`/`!Q` at `index`, `index + 1`: shared with `-`, or a permit with a slot below its limit. */
+function sharedHold(r: FieldReader, index: number): SharedHold {
+  const mode = r.lockMode(index);
+  const slot = r.slot(index + 1);
+  if (mode.kind === "exclusive") r.fail("BAD_ARGUMENT", "an exclusive holder travels as !h or !G");
+  else if (mode.kind === "shared" ? slot !== undefined : slot === undefined || slot >= mode.limit)
+    r.fail("BAD_ARGUMENT", "the slot must be - for a shared holder and below the limit for a permit");
+  return { mode, slot };
+}
+
+/** An id field that may be `-` (none). */
+function optionalId(r: FieldReader, index: number): string | undefined {
+  return r.fields[index] === "-" ? undefined : r.id(index);
+}
 
 function isRole(text: string): text is NodeRole {
   return text === "active" || text === "standby";
@@ -26,8 +44,8 @@ function isActiveField(text: string): boolean {
  * no requests to match them to, and a client connection refuses peer frames as a whole.
  */
 export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits): PeerFrame | DecodeError {
-  // The longest frame (`!G`) has 6 fields; one more exposes a surplus.
-  const r = new FieldReader(splitFields(line, 7), "?", limits.maxKeyBytes, false);
+  // The longest frame (`!Q`) has 8 fields; one more exposes a surplus.
+  const r = new FieldReader(splitFields(line, 9), "?", limits.maxKeyBytes, false);
   switch (verb) {
     case "!N":
       return (
@@ -88,6 +106,17 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
           ),
         )
       );
+    case "!q": {
+      const wrongCount = r.expect(7, 7, "!q <key> <token> <remainingMs> <mode> <slot> <id|->");
+      if (wrongCount) return wrongCount;
+      const key = r.key(1);
+      const token = r.token(2);
+      const remainingMs = r.milliseconds(3, "remainingMs");
+      const hold = sharedHold(r, 4);
+      return r.result(
+        withId<SnapshotSharedHolderFrame>({ peer: "q", key, token, remainingMs, ...hold }, optionalId(r, 6)),
+      );
+    }
     case "!s":
       return (
         r.expect(3, 3, "!s <seq> <count>") ??
@@ -109,6 +138,21 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
           ),
         )
       );
+    case "!Q": {
+      const wrongCount = r.expect(8, 8, "!Q <seq> <key> <token> <leaseMs> <mode> <slot> <id|->");
+      if (wrongCount) return wrongCount;
+      const seq = r.integer(1, "seq");
+      const key = r.key(2);
+      const token = r.token(3);
+      const leaseMs = r.milliseconds(4, "leaseMs");
+      const hold = sharedHold(r, 5);
+      return r.result(
+        withId<ReplicatedSharedGrantFrame>(
+          { peer: "Q", seq, key, token, leaseMs, ...hold },
+          optionalId(r, 7),
+        ),
+      );
+    }
     case "!F":
       return (
         r.expect(4, 4, "!F <seq> <key> <token>") ??

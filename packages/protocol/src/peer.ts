@@ -1,3 +1,4 @@
+import type { LockMode } from "./lock-mode.js";
 /**
  * Peer frames: node-to-node messages on cluster links (docs/protocol.md, "Peer frames"). On the wire
  * each starts with `!` and its verb; here they are discriminated by `peer`. Tokens, epochs and
@@ -8,7 +9,23 @@
  * standby can acknowledge (`!K`) everything up to a point and the active can tell what it missed.
  */
 
-export type PeerVerb = "N" | "C" | "V" | "J" | "B" | "S" | "h" | "s" | "G" | "F" | "X" | "P" | "O" | "K";
+export type PeerVerb =
+  | "N"
+  | "C"
+  | "V"
+  | "J"
+  | "B"
+  | "S"
+  | "h"
+  | "q"
+  | "s"
+  | "G"
+  | "Q"
+  | "F"
+  | "X"
+  | "P"
+  | "O"
+  | "K";
 
 export type NodeRole = "active" | "standby";
 
@@ -83,6 +100,24 @@ export interface SnapshotHolderFrame {
   readonly id?: string;
 }
 
+/**
+ * How a shared holder or a permit holds its key, in `!q` and `!Q`: `mode` is shared or a permit
+ * (never exclusive: those travel as `!h`/`!G`), `slot` the permit's slot (undefined when shared).
+ */
+export interface SharedHold {
+  readonly mode: LockMode;
+  readonly slot: number | undefined;
+}
+
+/** `!q`: one shared holder or permit in a snapshot. */
+export interface SnapshotSharedHolderFrame extends SharedHold {
+  readonly peer: "q";
+  readonly key: string;
+  readonly token: bigint;
+  readonly remainingMs: number;
+  readonly id?: string;
+}
+
 /** `!s`: snapshot end: the `!S` sequence number again, and how many `!h` frames were sent. */
 export interface SnapshotEndFrame {
   readonly peer: "s";
@@ -93,6 +128,16 @@ export interface SnapshotEndFrame {
 /** `!G`: a replicated grant. */
 export interface ReplicatedGrantFrame {
   readonly peer: "G";
+  readonly seq: number;
+  readonly key: string;
+  readonly token: bigint;
+  readonly leaseMs: number;
+  readonly id?: string;
+}
+
+/** `!Q`: a replicated grant to a shared holder or a permit. */
+export interface ReplicatedSharedGrantFrame extends SharedHold {
+  readonly peer: "Q";
   readonly seq: number;
   readonly key: string;
   readonly token: bigint;
@@ -145,8 +190,10 @@ export type PeerFrame =
   | HeartbeatFrame
   | SnapshotBeginFrame
   | SnapshotHolderFrame
+  | SnapshotSharedHolderFrame
   | SnapshotEndFrame
   | ReplicatedGrantFrame
+  | ReplicatedSharedGrantFrame
   | ReplicatedFreeFrame
   | ReplicatedExtendFrame
   | NewEpochFrame

@@ -1,9 +1,12 @@
-import type { ReplicatedFreeFrame, ReplicatedGrantFrame } from "@lock/protocol";
+import type { ReplicatedFreeFrame, ReplicatedGrantFrame, ReplicatedSharedGrantFrame } from "@lock/protocol";
+import type { SnapshotHolder } from "./replicator.js";
 
 /** A change as the replicator publishes it; an extension carries the holder's id for folding. */
 export type Change =
   | ReplicatedGrantFrame
-  | ReplicatedFreeFrame
+  | ReplicatedSharedGrantFrame
+  /** `shared`: the holder freed was a shared holder or a permit (not on the wire). */
+  | (ReplicatedFreeFrame & { readonly shared?: boolean })
   | {
       readonly peer: "X";
       readonly seq: number;
@@ -11,10 +14,15 @@ export type Change =
       readonly token: bigint;
       readonly leaseMs: number;
       readonly id: string | undefined;
+      /** The holder is a shared holder or a permit. */
+      readonly shared?: boolean;
     };
 
-/** What a standby that was behind is sent for a key: its final state. */
-export type FoldedFrame = ReplicatedGrantFrame | ReplicatedFreeFrame;
+/**
+ * What a standby that was behind is sent for a key: its final state. A key that had shared holders
+ * or permits meanwhile is sent as `!F <key> 0` (drop every holder of the key), then each holder.
+ */
+export type FoldedFrame = ReplicatedGrantFrame | ReplicatedSharedGrantFrame | ReplicatedFreeFrame;
 
 /** A key's latest state, recorded while some standby is behind. */
 interface KeyState {
@@ -32,7 +40,15 @@ interface KeyState {
   /** Lease end on this node's clock: the remaining duration is computed when the frame is sent. */
   deadline: number;
   id: string | undefined;
+  /**
+   * The key had shared holders or permits since the entry was made: its fold is all its current
+   * holders, read from the engine (those granted before the entry was made are not recorded here).
+   */
+  shared: boolean;
 }
+
+/** The current holders of a key, as the engine has them (LockEngine.keyHolders). */
+export type CurrentHolders = (key: string) => readonly SnapshotHolder[];
 
 /**
  * The latest state of every key changed while at least one standby is behind, shared by all of
@@ -73,12 +89,17 @@ export class Backlog {
         token: 0n,
         deadline: 0,
         id: undefined,
+        shared: false,
       };
       state.firstSeq = seq;
+      // A shared grant may join holders the key already had.
       state.heldBefore = change.peer !== "G";
       this.#keys.set(key, state);
     }
     state.seq = seq;
+    if (change.peer === "Q" || ((change.peer === "X" || change.peer === "F") && change.shared === true))
+      state.shared = true;
+    if (state.shared) return;
     state.token = change.token;
     if (change.peer === "F") {
       state.held = false;
@@ -97,13 +118,17 @@ export class Backlog {
    * If that leaves nothing to send, one such free (a no-op for the standby) still goes out: the
    * standby acknowledges sequence numbers only as frames carry them.
    */
-  changedSince(since: number, now: number): FoldedFrame[] {
+  changedSince(since: number, now: number, current: CurrentHolders = noSharedKeys): FoldedFrame[] {
     const seq = this.#lastSeq;
     const frames: FoldedFrame[] = [];
     let skippedKey: string | undefined;
     let skippedToken = 0n;
     for (const [key, state] of this.#keys) {
       if (state.seq <= since) continue;
+      if (state.shared) {
+        foldShared(frames, seq, key, current(key));
+        continue;
+      }
       if (!state.held) {
         if (!state.heldBefore && since < state.firstSeq) {
           skippedKey = key;
@@ -134,6 +159,7 @@ export class Backlog {
       this.#keys.delete(key);
       if (this.#spare.length < MAX_SPARE) {
         state.id = undefined;
+        state.shared = false;
         this.#spare.push(state);
       }
     }
@@ -145,3 +171,38 @@ export class Backlog {
 }
 
 const MAX_SPARE = 16_384;
+
+/**
+ * A key that had shared holders or permits: the standby drops every holder it has for it, then
+ * takes the key's current ones (a grant before the entry was made may still hold it).
+ */
+function foldShared(
+  frames: FoldedFrame[],
+  seq: number,
+  key: string,
+  holders: readonly SnapshotHolder[],
+): void {
+  frames.push({ peer: "F", seq, key, token: WHOLE_KEY });
+  for (const { token, remainingMs: leaseMs, id, mode, slot } of holders) {
+    const frame: FoldedFrame =
+      mode === undefined || mode.kind === "exclusive"
+        ? { peer: "G", seq, key, token, leaseMs }
+        : {
+            peer: "Q",
+            seq,
+            key,
+            token,
+            leaseMs,
+            mode,
+            slot: slot === undefined || slot < 0 ? undefined : slot,
+          };
+    frames.push(id === undefined ? frame : { ...frame, id });
+  }
+}
+
+function noSharedKeys(key: string): never {
+  throw new Error(`no current holders given to fold ${key}, a key that had shared holders`);
+}
+
+/** The token of a `!F` that frees every holder of its key (no grant has token 0). */
+export const WHOLE_KEY = 0n;

@@ -3,20 +3,24 @@ import {
   type HandoffFrame,
   type HeartbeatFrame,
   type JoinFrame,
+  type LockMode,
   type NewEpochFrame,
   type PeerFrame,
   type ReplicatedExtendFrame,
   type ReplicatedFreeFrame,
   type ReplicatedGrantFrame,
+  type ReplicatedSharedGrantFrame,
   tokenSequence,
 } from "@lock/protocol";
 import { TIMER_MAX_MS } from "../limits.js";
+import { WHOLE_KEY } from "./backlog.js";
 
 /** The frames a PeerSession hands on one at a time, once they passed its checks. */
 export type SessionFrame =
   | JoinFrame
   | HeartbeatFrame
   | ReplicatedGrantFrame
+  | ReplicatedSharedGrantFrame
   | ReplicatedFreeFrame
   | ReplicatedExtendFrame
   | NewEpochFrame
@@ -31,7 +35,17 @@ export interface Snapshot {
     readonly token: bigint;
     readonly remainingMs: number;
     readonly id: string | undefined;
+    /** A shared holder's or permit's mode and slot (`!q`); absent for an exclusive holder (`!h`). */
+    readonly mode?: LockMode;
+    readonly slot?: number | undefined;
   }>;
+}
+
+/** What a snapshot being received has seen of a key of shared holders or permits (`!q`). */
+interface SharedKeySeen {
+  readonly mode: LockMode;
+  readonly tokens: Set<bigint>;
+  readonly slots: Set<number>;
 }
 
 /** Where a session's checked frames go: the Cluster. Called synchronously, in stream order. */
@@ -77,7 +91,15 @@ export class PeerSession {
   /** A snapshot has completed on this link: the stream's changes may follow. */
   #synced = false;
   #snapshot:
-    | { epoch: bigint; seq: number; holders: Snapshot["holders"][number][]; keys: Set<string> }
+    | {
+        epoch: bigint;
+        seq: number;
+        holders: Snapshot["holders"][number][];
+        /** Keys of `!h` frames. */
+        keys: Set<string>;
+        /** Keys of `!q` frames. */
+        shared: Map<string, SharedKeySeen>;
+      }
     | undefined;
   /** The most holders a snapshot may carry: this node's key limit (it could not hold more). */
   readonly #maxSnapshotHolders: number;
@@ -110,7 +132,13 @@ export class PeerSession {
     switch (frame.peer) {
       case "S":
         this.#lastSeq = frame.seq;
-        this.#snapshot = { epoch: frame.epoch, seq: frame.seq, holders: [], keys: new Set() };
+        this.#snapshot = {
+          epoch: frame.epoch,
+          seq: frame.seq,
+          holders: [],
+          keys: new Set(),
+          shared: new Map(),
+        };
         return;
       case "h": {
         const snapshot = this.#snapshot!;
@@ -121,6 +149,19 @@ export class PeerSession {
           remainingMs: frame.remainingMs,
           id: frame.id,
         });
+        return;
+      }
+      case "q": {
+        const snapshot = this.#snapshot!;
+        const { key, token, remainingMs, id, mode, slot } = frame;
+        let seen = snapshot.shared.get(key);
+        if (seen === undefined) {
+          seen = { mode, tokens: new Set(), slots: new Set() };
+          snapshot.shared.set(key, seen);
+        }
+        seen.tokens.add(token);
+        if (slot !== undefined) seen.slots.add(slot);
+        snapshot.holders.push({ key, token, remainingMs, id, mode, slot });
         return;
       }
       case "s": {
@@ -138,6 +179,7 @@ export class PeerSession {
         this.#handler.onPeerFrame(this, frame);
         return;
       case "G":
+      case "Q":
       case "F":
       case "X":
       case "P":
@@ -215,12 +257,22 @@ export class PeerSession {
         if (!snapshot) return "!h outside a snapshot";
         if (snapshot.holders.length >= this.#maxSnapshotHolders)
           return `more !h than this node's key limit (${this.#maxSnapshotHolders})`;
-        if (snapshot.keys.has(frame.key)) return "a key twice in one snapshot";
+        if (snapshot.keys.has(frame.key) || snapshot.shared.has(frame.key))
+          return "a key twice in one snapshot";
         return checkToken(frame.token) ?? checkDuration("remainingMs", frame.remainingMs);
+      case "q":
+        if (!snapshot) return "!q outside a snapshot";
+        if (snapshot.holders.length >= this.#maxSnapshotHolders)
+          return `more holders than this node's key limit (${this.#maxSnapshotHolders})`;
+        return (
+          checkSharedHolder(snapshot.keys, snapshot.shared.get(frame.key), frame) ??
+          checkToken(frame.token) ??
+          checkDuration("remainingMs", frame.remainingMs)
+        );
       case "s":
         if (!snapshot) return "!s without !S";
         if (snapshot.holders.length !== frame.count)
-          return `!s counts ${frame.count} !h, but ${snapshot.holders.length} came`;
+          return `!s counts ${frame.count} holders, but ${snapshot.holders.length} came`;
         if (frame.seq !== snapshot.seq) return `!s ${frame.seq} ends the snapshot !S ${snapshot.seq} began`;
         return undefined;
     }
@@ -231,10 +283,12 @@ export class PeerSession {
     if (problem !== undefined) return problem;
     switch (frame.peer) {
       case "G":
+      case "Q":
       case "X":
         return checkToken(frame.token) ?? checkDuration("leaseMs", frame.leaseMs);
       case "F":
-        return checkToken(frame.token);
+        // Token 0 frees every holder of the key (a folded key that had shared holders).
+        return frame.token === WHOLE_KEY ? undefined : checkToken(frame.token);
       case "P":
       case "O":
         return undefined;
@@ -263,4 +317,23 @@ function checkToken(token: bigint): string | undefined {
 /** Leases and remaining leases are at most the longest lease any node accepts: a Node timer's longest. */
 function checkDuration(what: string, ms: number): string | undefined {
   return ms > TIMER_MAX_MS ? `${what} ${ms} beyond the longest lease (${TIMER_MAX_MS} ms)` : undefined;
+}
+
+/** A `!q` fits its snapshot: its key not also an `!h`'s, one mode per key, no token or slot twice. */
+function checkSharedHolder(
+  exclusiveKeys: ReadonlySet<string>,
+  seen: SharedKeySeen | undefined,
+  frame: { key: string; token: bigint; mode: LockMode; slot: number | undefined },
+): string | undefined {
+  if (exclusiveKeys.has(frame.key)) return "a key twice in one snapshot";
+  if (seen === undefined) return undefined;
+  const { mode } = frame;
+  if (
+    mode.kind !== seen.mode.kind ||
+    (mode.kind === "permit" && seen.mode.kind === "permit" && mode.limit !== seen.mode.limit)
+  )
+    return "one key in two modes in one snapshot";
+  if (seen.tokens.has(frame.token)) return "a holder twice in one snapshot";
+  if (frame.slot !== undefined && seen.slots.has(frame.slot)) return "a slot twice in one snapshot";
+  return undefined;
 }

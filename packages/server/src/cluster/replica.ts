@@ -1,16 +1,36 @@
-import type { ReplicatedExtendFrame, ReplicatedFreeFrame, ReplicatedGrantFrame } from "@lock/protocol";
+import type {
+  LockMode,
+  ReplicatedExtendFrame,
+  ReplicatedFreeFrame,
+  ReplicatedGrantFrame,
+  ReplicatedSharedGrantFrame,
+} from "@lock/protocol";
+import { WHOLE_KEY } from "./backlog.js";
 import type { Snapshot } from "./peer-session.js";
 
-/** What a replica needs of the engine: its holder table, written directly. */
+/** What a replica needs of the engine: its holder table, written directly (LockEngine). */
 export interface ReplicaTable {
-  installHolder(key: string, token: bigint, leaseMs: number, id: string | undefined): void;
-  removeHolder(key: string): void;
-  holder(key: string): { readonly id: string | undefined } | undefined;
+  /** `mode` and `slot` (-1 when none) for a shared holder or permit; absent: exclusive. */
+  installHolder(
+    key: string,
+    token: bigint,
+    leaseMs: number,
+    id: string | undefined,
+    mode?: LockMode,
+    slot?: number,
+  ): void;
+  installExtension(key: string, token: bigint, leaseMs: number): void;
+  /** Drops the holder `token` of `key`; with no token, every holder of the key. */
+  removeHolder(key: string, token?: bigint): void;
   clear(): void;
 }
 
 /** A change of the active's holder table, as its stream carries it. */
-export type TableChange = ReplicatedGrantFrame | ReplicatedFreeFrame | ReplicatedExtendFrame;
+export type TableChange =
+  | ReplicatedGrantFrame
+  | ReplicatedSharedGrantFrame
+  | ReplicatedFreeFrame
+  | ReplicatedExtendFrame;
 
 /**
  * The standby's side of replication, pure: the holder table follows one active's stream. A
@@ -43,8 +63,8 @@ export class Replica {
   /** Replaces the table with `from`'s snapshot: from now on the replica follows `from`. */
   load(from: string, snapshot: Snapshot): void {
     this.#table.clear();
-    for (const { key, token, remainingMs, id } of snapshot.holders)
-      this.#table.installHolder(key, token, remainingMs, id);
+    for (const { key, token, remainingMs, id, mode, slot } of snapshot.holders)
+      this.#table.installHolder(key, token, remainingMs, id, mode, slot ?? -1);
     this.#source = from;
   }
 
@@ -57,12 +77,24 @@ export class Replica {
         table.installHolder(change.key, change.token, change.leaseMs, change.id);
         this.#grantsApplied += 1;
         break;
+      case "Q":
+        table.installHolder(
+          change.key,
+          change.token,
+          change.leaseMs,
+          change.id,
+          change.mode,
+          change.slot ?? -1,
+        );
+        this.#grantsApplied += 1;
+        break;
       case "F":
-        table.removeHolder(change.key);
+        // Token 0 (a folded key that had shared holders): every holder of the key goes.
+        table.removeHolder(change.key, change.token === WHOLE_KEY ? undefined : change.token);
         break;
       case "X":
         // The extension keeps the holder's id: its owner may release it after a failover.
-        table.installHolder(change.key, change.token, change.leaseMs, table.holder(change.key)?.id);
+        table.installExtension(change.key, change.token, change.leaseMs);
         break;
     }
     return true;

@@ -48,6 +48,7 @@ const table = {
     yield { key: "a", token: 11n, remainingMs: 900, id: "r1" };
     yield { key: "b", token: 12n, remainingMs: 50, id: undefined };
   },
+  keyHolders: () => [],
 };
 
 describe("Replicator", () => {
@@ -129,7 +130,7 @@ describe("Replicator", () => {
     const { replicator, advance } = replicatorAt(2, 0);
     replicator.enabled = true;
     const link = fakeLink();
-    replicator.sendSnapshot(link, { holders: () => [] }, 1n);
+    replicator.sendSnapshot(link, { holders: () => [], keyHolders: () => [] }, 1n);
     replicator.grant("a", 1n, 1_000, "r1"); // seq 1
     replicator.grant("b", 2n, 1_000, undefined); // seq 2: two unacknowledged, the window is full
     replicator.free("a", 1n); // held back from here on
@@ -157,7 +158,7 @@ describe("Replicator", () => {
       const { replicator, advance, timers } = replicatorAt(1, 5);
       replicator.enabled = true;
       const link = fakeLink();
-      replicator.sendSnapshot(link, { holders: () => [] }, 1n);
+      replicator.sendSnapshot(link, { holders: () => [], keyHolders: () => [] }, 1n);
       replicator.grant("a", 1n, 1_000, undefined); // seq 1 fills the window
       replicator.free("a", 1n); // seq 2, held back
       replicator.acknowledged(link, 1);
@@ -178,7 +179,7 @@ describe("Replicator", () => {
     replicator.enabled = true;
     const fast = fakeLink();
     const slow = fakeLink();
-    const empty = { holders: () => [] };
+    const empty = { holders: () => [], keyHolders: () => [] };
     replicator.sendSnapshot(fast, empty, 1n);
     replicator.sendSnapshot(slow, empty, 1n);
     for (let round = 1; round <= 3; round++) {
@@ -228,6 +229,7 @@ describe("Replicator", () => {
         *holders() {
           for (const [key, { token, id }] of holders) yield { key, token, remainingMs: 30_000, id };
         },
+        keyHolders: () => [],
       };
       return { holders, source };
     }

@@ -1,6 +1,23 @@
 import type { Timer, TimerQueue } from "@lock/deadline-heap";
-import { encodePeer, type PeerFrame } from "@lock/protocol";
+import {
+  encodePeer,
+  type LockMode,
+  type PeerFrame,
+  type SnapshotHolderFrame,
+  type SnapshotSharedHolderFrame,
+} from "@lock/protocol";
 import type { EngineJournal } from "../engine/engine.js";
+
+/** One holder a snapshot sends (LockEngine.holders); `mode` absent: exclusive; `slot` -1: none. */
+export interface SnapshotHolder {
+  readonly key: string;
+  readonly token: bigint;
+  readonly remainingMs: number;
+  readonly id: string | undefined;
+  readonly mode?: LockMode;
+  readonly slot?: number;
+}
+
 import { Backlog, type Change } from "./backlog.js";
 
 /**
@@ -10,6 +27,8 @@ import { Backlog, type Change } from "./backlog.js";
  */
 export interface SnapshotSource {
   holders(): Iterable<SnapshotHolder>;
+  /** One key's holders now: a folded catch-up sends a key that had shared holders whole. */
+  keyHolders(key: string): readonly SnapshotHolder[];
 }
 
 /**
@@ -41,8 +60,6 @@ interface SnapshotProgress {
   sent: number;
   timer: Timer | undefined;
 }
-
-type SnapshotHolder = { key: string; token: bigint; remainingMs: number; id: string | undefined };
 
 interface Target {
   readonly link: ReplicaLink;
@@ -93,6 +110,9 @@ export class Replicator implements EngineJournal {
   readonly #waiters = new Map<ReplicaLink, Array<{ seq: number; resolve(acked: boolean): void }>>();
   /** Keys' latest states while any peer folds, shared by all of them. */
   readonly #backlog = new Backlog();
+  /** The engine's table, as the last snapshot read it: folds read keys that had shared holders. */
+  #source: SnapshotSource | undefined;
+  readonly #currentHolders = (key: string) => this.#source?.keyHolders(key) ?? [];
   #folding = 0;
   /** The epoch last announced (`announceEpoch`): a snapshot that began before it ends with it. */
   #epoch: bigint | undefined;
@@ -116,23 +136,49 @@ export class Replicator implements EngineJournal {
   }
 
   /** `deadline`: the lease's end on this node's clock (the engine has it at hand; folding uses it). */
-  grant(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline?: number): void {
+  grant(
+    key: string,
+    token: bigint,
+    leaseMs: number,
+    id: string | undefined,
+    deadline?: number,
+    mode?: LockMode,
+    slot?: number,
+  ): void {
+    if (!this.enabled) return;
+    const seq = ++this.#seq;
+    const change: Change =
+      mode === undefined || mode.kind === "exclusive"
+        ? { peer: "G", seq, key, token, leaseMs }
+        : { peer: "Q", seq, key, token, leaseMs, mode, slot };
+    this.#publish(id === undefined ? change : { ...change, id }, deadline);
+  }
+
+  free(key: string, token: bigint, _cause?: "release" | "expiry", shared?: boolean): void {
     if (!this.enabled) return;
     const seq = ++this.#seq;
     this.#publish(
-      id === undefined
-        ? { peer: "G", seq, key, token, leaseMs }
-        : { peer: "G", seq, key, token, leaseMs, id },
-      deadline,
+      shared ? { peer: "F", seq, key, token, shared } : { peer: "F", seq, key, token },
+      undefined,
     );
   }
 
-  free(key: string, token: bigint): void {
-    if (this.enabled) this.#publish({ peer: "F", seq: ++this.#seq, key, token }, undefined);
-  }
-
-  extend(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline?: number): void {
-    if (this.enabled) this.#publish({ peer: "X", seq: ++this.#seq, key, token, leaseMs, id }, deadline);
+  extend(
+    key: string,
+    token: bigint,
+    leaseMs: number,
+    id: string | undefined,
+    deadline?: number,
+    shared?: boolean,
+  ): void {
+    if (!this.enabled) return;
+    const seq = ++this.#seq;
+    this.#publish(
+      shared
+        ? { peer: "X", seq, key, token, leaseMs, id, shared }
+        : { peer: "X", seq, key, token, leaseMs, id },
+      deadline,
+    );
   }
 
   /** Tells every streaming peer about a new epoch (after whatever it has been held back). */
@@ -156,6 +202,7 @@ export class Replicator implements EngineJournal {
    * the snapshot read before or after each change. Deltas follow live from then on.
    */
   sendSnapshot(link: ReplicaLink, source: SnapshotSource, epoch: bigint): void {
+    this.#source = source;
     const seq = this.#seq;
     const previous = this.#targets.get(link);
     if (previous) this.#forget(previous);
@@ -201,12 +248,7 @@ export class Replicator implements EngineJournal {
         this.#endSnapshot(target);
         return;
       }
-      const { key, token, remainingMs, id } = next.value;
-      text += encodePeer(
-        id === undefined
-          ? { peer: "h", key, token, remainingMs }
-          : { peer: "h", key, token, remainingMs, id },
-      );
+      text += encodePeer(holderFrame(next.value));
       snapshot.sent += 1;
     }
     target.link.send(text);
@@ -393,7 +435,8 @@ export class Replicator implements EngineJournal {
     if (!target.folding || target.snapshot) return;
     const now = this.#timers.clock.now();
     let text = "";
-    for (const frame of this.#backlog.changedSince(target.sentSeq, now)) text += encodePeer(frame);
+    for (const frame of this.#backlog.changedSince(target.sentSeq, now, this.#currentHolders))
+      text += encodePeer(frame);
     if (text !== "") {
       link.send(text);
       target.drainedAt = now;
@@ -430,4 +473,14 @@ function withoutId(change: Change & { peer: "X" }) {
     token: change.token,
     leaseMs: change.leaseMs,
   };
+}
+
+/** A snapshot's frame for one holder: `!h` for an exclusive one, `!q` for a shared holder or permit. */
+function holderFrame(holder: SnapshotHolder): SnapshotHolderFrame | SnapshotSharedHolderFrame {
+  const { key, token, remainingMs, id, mode, slot } = holder;
+  const frame: SnapshotHolderFrame | SnapshotSharedHolderFrame =
+    mode === undefined || mode.kind === "exclusive"
+      ? { peer: "h", key, token, remainingMs }
+      : { peer: "q", key, token, remainingMs, mode, slot: slot === undefined || slot < 0 ? undefined : slot };
+  return id === undefined ? frame : { ...frame, id };
 }

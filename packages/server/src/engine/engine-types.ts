@@ -28,9 +28,20 @@ export interface EngineJournal {
     mode?: LockMode,
     slot?: number,
   ): void;
-  free(key: string, token: bigint, cause: "release" | "expiry"): void;
-  /** `id` is the holder's (unchanged by an extension): a standby that is behind is sent whole states. */
-  extend(key: string, token: bigint, leaseMs: number, id: string | undefined, deadline: number): void;
+  /** `shared`: the holder freed was a shared holder or a permit (its key may keep others). */
+  free(key: string, token: bigint, cause: "release" | "expiry", shared?: boolean): void;
+  /**
+   * `id` is the holder's (unchanged by an extension): a standby that is behind is sent whole states.
+   * `shared`: the holder is a shared holder or a permit (such a key is sent whole, all its holders).
+   */
+  extend(
+    key: string,
+    token: bigint,
+    leaseMs: number,
+    id: string | undefined,
+    deadline: number,
+    shared?: boolean,
+  ): void;
 }
 
 /** See `LockEngine.ownership`. */

@@ -210,7 +210,7 @@ export class LockEngine<P> {
       return false;
     }
     this.counters.releases += 1;
-    this.#journal?.free(key, token, "release");
+    this.#journal?.free(key, token, "release", held instanceof Holder);
     this.#free(held);
     return true;
   }
@@ -221,7 +221,7 @@ export class LockEngine<P> {
     if (held === undefined) return false;
     this.counters.extensions += 1;
     this.#heap.schedule(held, this.#clock.now() + leaseMs);
-    this.#journal?.extend(key, token, leaseMs, held.holderId, held.deadline);
+    this.#journal?.extend(key, token, leaseMs, held.holderId, held.deadline, held instanceof Holder);
     return true;
   }
 
@@ -304,6 +304,25 @@ export class LockEngine<P> {
   }
 
   /**
+   * Replication: the holder `token` of `key` was extended to `leaseMs` from now. A key held
+   * exclusively by another token (a standby that missed a change) takes `token` as its holder,
+   * keeping the holder's id, as does a key this node does not have; a key of shared holders or
+   * permits without `token` is left alone.
+   */
+  installExtension(key: string, token: bigint, leaseMs: number): void {
+    const state = this.#keys.get(key);
+    const holder = state?.holders?.get(token);
+    if (holder === undefined) {
+      if (state === undefined || state.holders === undefined)
+        this.installHolder(key, token, leaseMs, state?.holderId);
+      return;
+    }
+    const deadline = this.#clock.now() + leaseMs;
+    if (this.#deferDeadlines) holder.deadline = deadline;
+    else this.#heap.schedule(holder, deadline);
+  }
+
+  /**
    * A standby defers lease deadlines (they only matter once it serves, and skipping the heap halves
    * the cost of applying the stream); turning deferral off schedules every recorded deadline.
    */
@@ -363,32 +382,37 @@ export class LockEngine<P> {
   *holders(): Generator<SnapshotHolder> {
     for (const map of this.#keys.maps)
       for (const state of map.values()) {
-        const now = this.#clock.now();
-        const remaining = (held: HeldRecord<P>) => Math.max(0, Math.ceil(held.deadline - now));
-        if (state.token !== NO_TOKEN) {
-          yield {
-            key: state.key,
-            token: state.token,
-            remainingMs: remaining(state),
-            id: state.holderId,
-            mode: EXCLUSIVE,
-            slot: -1,
-          };
-          continue;
-        }
-        const holders = state.holders;
-        if (holders === undefined) continue;
-        const mode = holders.kind === "shared" ? SHARED : permits(holders.limit);
-        for (const h of [...holders.values()])
-          yield {
-            key: state.key,
-            token: h.token,
-            remainingMs: remaining(h),
-            id: h.holderId,
-            mode,
-            slot: h.slot,
-          };
+        if (state.token !== NO_TOKEN) yield this.#snapshotHolder(state, state, EXCLUSIVE, this.#clock.now());
+        else yield* this.#snapshotHolders(state);
       }
+  }
+
+  /** Every holder of `key` as `holders()` gives them (the replicator's folded catch-up reads them). */
+  keyHolders(key: string): SnapshotHolder[] {
+    const state = this.#keys.get(key);
+    if (state === undefined) return [];
+    if (state.token !== NO_TOKEN) return [this.#snapshotHolder(state, state, EXCLUSIVE, this.#clock.now())];
+    return this.#snapshotHolders(state);
+  }
+
+  #snapshotHolders(state: KeyState<P>): SnapshotHolder[] {
+    const holders = state.holders;
+    if (holders === undefined) return [];
+    const mode = holders.kind === "shared" ? SHARED : permits(holders.limit);
+    const now = this.#clock.now();
+    return [...holders.values()].map((h) => this.#snapshotHolder(state, h, mode, now));
+  }
+
+  #snapshotHolder(state: KeyState<P>, held: HeldRecord<P>, mode: LockMode, now: number): SnapshotHolder {
+    const remainingMs = Math.max(0, Math.ceil(held.deadline - now));
+    return {
+      key: state.key,
+      token: held.token,
+      remainingMs,
+      id: held.holderId,
+      mode,
+      slot: slotOf(held) ?? -1,
+    };
   }
 
   /** The largest token among current holders (0 if none): a floor for the next epoch. */
@@ -421,7 +445,7 @@ export class LockEngine<P> {
         this.#withdraw(entry, () => this.#events.timedOut(entry.payload, entry.state.key, entry.id));
       } else {
         this.counters.expiries += 1;
-        this.#journal?.free(keyOf(entry), entry.token, "expiry");
+        this.#journal?.free(keyOf(entry), entry.token, "expiry", entry instanceof Holder);
         this.#free(entry);
       }
     }

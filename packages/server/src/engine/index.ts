@@ -8,10 +8,13 @@ export type {
   EngineJournal,
   EngineLimits,
   HeldKey,
+  KeyHolder,
   ListHeldInput,
   Ownership,
+  SnapshotHolder,
   TryAcquireOutcome,
 } from "./engine.js";
 export { DEFAULT_ENGINE_LIMITS, LockEngine } from "./engine.js";
+export type { LockMode } from "./lock-mode.js";
 export type { Session } from "./records.js";
 export { TokenIssuer } from "./token-issuer.js";
