@@ -44,6 +44,8 @@ export interface RunCommand {
   /** undefined: wait as long as it takes; "none": --no-wait (try once). */
   readonly waitMs: number | undefined | "none";
   readonly killAfterMs: number;
+  /** --shared: a shared holder; --permits N: one of N permits (LOCK_SLOT in the command's env). */
+  readonly hold: { readonly mode?: "shared"; readonly permits?: number };
   /** The command and its arguments, from after `--`. */
   readonly command: readonly [string, ...string[]];
 }
@@ -168,6 +170,18 @@ export const FLAGS = {
     for: ["run"],
     help: "do not wait: exit 80 at once if the lock is held",
   },
+  shared: {
+    type: "boolean",
+    env: undefined,
+    for: ["run"],
+    help: "hold the key shared: any number of --shared holders at once, never beside an exclusive one",
+  },
+  permits: {
+    type: "string",
+    env: undefined,
+    for: ["run"],
+    help: "hold one of N permits of a semaphore on the key (1-65535); LOCK_SLOT tells which",
+  },
   "kill-after": {
     type: "string",
     env: undefined,
@@ -291,7 +305,18 @@ function runCommand(
     values["kill-after"] === undefined
       ? DEFAULTS.killAfterMs
       : parseDuration(values["kill-after"], "--kill-after");
-  return { kind: "run", connection, key, leaseMs, waitMs, killAfterMs, command: [program, ...args] };
+  const hold = holdFlags(values);
+  return { kind: "run", connection, key, leaseMs, waitMs, killAfterMs, hold, command: [program, ...args] };
+}
+
+/** --shared or --permits N (not both). */
+function holdFlags(values: Values): RunCommand["hold"] {
+  if (values.shared && values.permits !== undefined) throw usageError("give --shared or --permits, not both");
+  if (values.shared) return { mode: "shared" };
+  if (values.permits === undefined) return {};
+  if (!/^[1-9][0-9]{0,4}$/.test(values.permits) || Number(values.permits) > 65_535)
+    throw usageError(`--permits must be a whole number from 1 to 65535 (got ${values.permits})`);
+  return { permits: Number(values.permits) };
 }
 
 function connectionFlags(values: Values, env: NodeJS.ProcessEnv): ConnectionFlags {

@@ -74,6 +74,38 @@ describe("lock run", () => {
     expect(await client.request(`Y ${k} 30`)).toMatch(new RegExp(`^Y ${k} \\d+$`));
   });
 
+  it("runs --shared commands side by side and gives --permits commands their LOCK_SLOT", async () => {
+    const hold =
+      'console.log("env", process.env.LOCK_SLOT ?? "-"); process.stdin.once("data", () => process.exit(0))';
+    const k = key();
+    using r1 = LockCli.start(["run", k, "--shared", "--", "node", "-e", hold], env());
+    using r2 = LockCli.start(["run", k, "--shared", "--", "node", "-e", hold], env());
+    // Both readers run at once; neither has a slot.
+    expect(await r1.line((line) => line.startsWith("env "))).toBe("env -");
+    expect(await r2.line((line) => line.startsWith("env "))).toBe("env -");
+    for (const cli of [r1, r2]) {
+      cli.send("done");
+      expect(await cli.status()).toBe(0);
+    }
+    const s = key();
+    using p1 = LockCli.start(["run", s, "--permits", "2", "--", "node", "-e", hold], env());
+    using p2 = LockCli.start(["run", s, "--permits", "2", "--", "node", "-e", hold], env());
+    const slots = [await p1.line((l) => l.startsWith("env ")), await p2.line((l) => l.startsWith("env "))];
+    expect(slots.sort()).toEqual(["env 0", "env 1"]);
+    // A third permit is busy; a mismatched number of permits is refused.
+    expect((await LockCli.run(["run", s, "--permits", "2", "--no-wait", "--", "true"], env())).code).toBe(
+      EXIT_CODES.BUSY.status,
+    );
+    expect((await LockCli.run(["run", s, "--permits", "3", "--", "true"], env())).code).toBe(EXIT_CODES.REFUSED.status);
+    for (const cli of [p1, p2]) {
+      cli.send("done");
+      expect(await cli.status()).toBe(0);
+    }
+    expect((await LockCli.run(["run", s, "--shared", "--permits", "2", "--", "true"], env())).code).toBe(
+      EXIT_CODES.USAGE.status,
+    );
+  });
+
   it("exits with the command's exit status, and 128 + n when signal n killed it", async () => {
     expect((await LockCli.run(["run", key(), "--", "node", "-e", "process.exit(7)"], env())).code).toBe(7);
     expect((await LockCli.run(["run", key(), "--", "sh", "-c", "exit 0"], env())).code).toBe(0);

@@ -51,7 +51,7 @@ async function acquire(
   signals: SignalRelay,
   io: RunIo,
 ): Promise<Lock | number> {
-  const options = { leaseMs: command.leaseMs, autoExtend: true, signal: signals.abort };
+  const options = { leaseMs: command.leaseMs, autoExtend: true, signal: signals.abort, ...command.hold };
   const { waitMs } = command;
   const stopNotice = typeof waitMs === "number" ? noticeWhileNoServer(client, waitMs, io) : () => {};
   try {
@@ -92,7 +92,13 @@ function noticeWhileNoServer(client: LockClient, waitMs: number, io: RunIo): () 
 
 async function supervise(lock: Lock, command: RunCommand, signals: SignalRelay, io: RunIo): Promise<number> {
   const token = lock.token.toString();
-  const child = new Supervisor(command.command, { ...io.env, LOCK_KEY: lock.key, LOCK_TOKEN: token });
+  const slot = lock.slot === undefined ? {} : { LOCK_SLOT: String(lock.slot) };
+  const child = new Supervisor(command.command, {
+    ...io.env,
+    LOCK_KEY: lock.key,
+    LOCK_TOKEN: token,
+    ...slot,
+  });
   signals.forwardTo((signal) => child.signal(signal));
   let finished = false;
   let lost = false;

@@ -1,4 +1,4 @@
-import type { ErrorCode, Reply } from "@lock/protocol";
+import { type ErrorCode, EXCLUSIVE, type Reply } from "@lock/protocol";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { type AcquireContext, AcquireOp, type AcquireSpec, REPLY_GRACE_MS } from "./acquire.js";
 import {
@@ -20,6 +20,7 @@ interface Granted {
 
 const SPEC: AcquireSpec = {
   mode: "A",
+  lockMode: EXCLUSIVE,
   key: "orders:42",
   leaseMs: 30_000,
   waitMs: 0,

@@ -1,4 +1,4 @@
-import { RETRYABLE_CODES, type Reply, type Request } from "@lock/protocol";
+import { type LockMode, RETRYABLE_CODES, type Reply, type Request } from "@lock/protocol";
 import type { ReplyHandler, Ticket } from "./connection.js";
 import { AbortError, errorFromReply, LockTimeoutError, NoServerError, ProtocolError } from "./errors.js";
 import { jittered, type Random } from "./jitter.js";
@@ -9,7 +9,10 @@ import type { Router } from "./transport.js";
 
 /** What one acquire (`A`, waiting) or try-acquire (`Y`) call asks for. */
 export interface AcquireSpec {
+  /** Waiting (`A`, or `Q` in a mode) or not (`Y`, or `W`). */
   readonly mode: "A" | "Y";
+  /** How to hold the key: exclusive goes as `A`/`Y` (any lockd), shared and permits as `Q`/`W`. */
+  readonly lockMode: LockMode;
   readonly key: string;
   readonly leaseMs: number;
   /** 0 waits forever. Ignored for `Y`. */
@@ -36,7 +39,13 @@ export interface AcquireContext<L> {
    * attempt was written: the server granted after that, so its lease ends no earlier than
    * `leaseStartBound + leaseMs`. `receivedAt` is when the grant arrived.
    */
-  granted(op: AcquireOp<L>, token: bigint, leaseStartBound: number, receivedAt: number): L | Promise<L>;
+  granted(
+    op: AcquireOp<L>,
+    token: bigint,
+    leaseStartBound: number,
+    receivedAt: number,
+    slot: number | undefined,
+  ): L | Promise<L>;
   /**
    * The call settled, whichever way, and no attempt of it is still unanswered on a connection (one
    * that is may yet bring a grant to release, so closing the client waits for it).
@@ -46,7 +55,7 @@ export interface AcquireContext<L> {
   /** Releases a grant nobody wants; `id` is the acquire's request id, the proof of ownership. */
   releaseUnwanted(key: string, token: bigint, id: string | undefined): void;
   /** An attempt may have been granted but its reply was lost: find such a grant by id and release it. */
-  releaseIfGranted(key: string, id: string): void;
+  releaseIfGranted(key: string, id: string, mode: LockMode): void;
   /** The call moves to another connection with the same id. */
   retried(spec: AcquireSpec, attempt: number, error: Error | undefined): void;
 }
@@ -158,7 +167,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       this.#ctx.router.sendAlongside(ticket, cancel, IGNORE);
     }
     if (this.#ticket === undefined && this.#unresolvedWrite) {
-      this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
+      this.#ctx.releaseIfGranted(this.spec.key, this.spec.id, this.spec.lockMode);
     }
     this.#finishIfDone();
   }
@@ -168,10 +177,10 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     this.#ticket = undefined;
     if (Number.isNaN(this.#firstWrittenAt)) this.#firstWrittenAt = ticket.writtenAt;
     if (this.#settled) {
-      if (reply.kind === "A" || reply.kind === "Y")
+      if (reply.kind === "A" || reply.kind === "Y" || reply.kind === "Q" || reply.kind === "W")
         this.#ctx.releaseUnwanted(reply.key, reply.token, reply.id);
       else if (this.#unresolvedWrite && reply.kind !== "T" && reply.kind !== "N") {
-        this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
+        this.#ctx.releaseIfGranted(this.spec.key, this.spec.id, this.spec.lockMode);
       }
       this.#finishIfDone();
       return;
@@ -179,8 +188,14 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     switch (reply.kind) {
       case "A":
       case "Y":
+      case "Q":
+      case "W":
         this.#ctx.router.served(ticket);
-        this.#grant(reply.token, ticket.connection?.lastReceivedAt ?? this.#ctx.timers.clock.now());
+        this.#grant(
+          reply.token,
+          ticket.connection?.lastReceivedAt ?? this.#ctx.timers.clock.now(),
+          reply.kind === "Q" || reply.kind === "W" ? reply.slot : undefined,
+        );
         return;
       case "T":
         this.#ctx.router.served(ticket);
@@ -214,7 +229,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       if (Number.isNaN(this.#firstWrittenAt)) this.#firstWrittenAt = ticket.writtenAt;
     }
     if (this.#settled) {
-      if (this.#unresolvedWrite) this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
+      if (this.#unresolvedWrite) this.#ctx.releaseIfGranted(this.spec.key, this.spec.id, this.spec.lockMode);
       this.#finishIfDone();
       return;
     }
@@ -284,10 +299,11 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     this.#wake?.cancel();
     this.#wake = undefined;
     if (this.#settled) return;
-    const { mode, key, leaseMs, id } = this.spec;
+    const { mode, lockMode, key, leaseMs, id } = this.spec;
+    const plain = lockMode.kind === "exclusive";
     let request: Request;
     if (mode === "Y") {
-      request = { op: "Y", key, leaseMs, id };
+      request = plain ? { op: "Y", key, leaseMs, id } : { op: "W", key, mode: lockMode, leaseMs, id };
     } else {
       // The wait left, not the wait asked for: a retry must not restart the caller's budget. At
       // least 1 ms, so that a retry after a lost reply still asks (and finds an earlier grant).
@@ -295,7 +311,9 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
         this.#deadline === Number.POSITIVE_INFINITY
           ? 0
           : Math.max(1, Math.ceil(this.#deadline - this.#ctx.timers.clock.now()));
-      request = { op: "A", key, leaseMs, waitMs, id };
+      request = plain
+        ? { op: "A", key, leaseMs, waitMs, id }
+        : { op: "Q", key, mode: lockMode, leaseMs, waitMs, id };
     }
     this.#ticket = this.#ctx.router.send(request, this, address);
     if (this.#ticket !== undefined) return;
@@ -344,14 +362,14 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   #fail(error: Error): void {
     this.#settle(undefined, error);
     if (this.#ticket === undefined && this.#unresolvedWrite) {
-      this.#ctx.releaseIfGranted(this.spec.key, this.spec.id);
+      this.#ctx.releaseIfGranted(this.spec.key, this.spec.id, this.spec.lockMode);
     }
   }
 
-  #grant(token: bigint, receivedAt: number): void {
+  #grant(token: bigint, receivedAt: number, slot: number | undefined): void {
     let value: L | Promise<L>;
     try {
-      value = this.#ctx.granted(this, token, this.#firstWrittenAt, receivedAt);
+      value = this.#ctx.granted(this, token, this.#firstWrittenAt, receivedAt, slot);
     } catch (error) {
       this.#ctx.releaseUnwanted(this.spec.key, token, this.spec.id);
       this.#settle(undefined, error as Error);

@@ -1,4 +1,4 @@
-import type { Request } from "@lock/protocol";
+import type { LockMode, Request } from "@lock/protocol";
 import { type AcquireContext, AcquireOp, type AcquireSpec } from "./acquire.js";
 import { AbortError, ClientClosedError, type LockLostError, ProtocolError } from "./errors.js";
 import { type ClientEventListener, type ClientEventName, Emitter } from "./events.js";
@@ -9,6 +9,7 @@ import {
   checkDuration,
   checkFlag,
   checkKey,
+  checkLockMode,
   type LockClientOptions,
   type ResolvedOptions,
   resolveOptions,
@@ -36,6 +37,18 @@ export interface AcquireOptions {
    * lock is lost anyway (extension refused, or no server reachable before the lease ends).
    */
   readonly autoExtend?: boolean;
+  /**
+   * `"exclusive"` (the default): the only holder. `"shared"`: any number of shared holders at once
+   * (readers), never beside an exclusive one; FIFO and phase-fair (docs/protocol.md, "Lock modes").
+   * Names as in the Web Locks API. Not with `permits`.
+   */
+  readonly mode?: "exclusive" | "shared";
+  /**
+   * Take one of the `permits` permits of a counting semaphore on the key (1 to 65535): at most that
+   * many holders at once, each on its own slot (`lock.slot`). Every holder of the key must ask for
+   * the same number, or gets LockServerError `LIMIT_MISMATCH`.
+   */
+  readonly permits?: number;
 }
 
 export type TryAcquireOptions = Omit<AcquireOptions, "waitMs" | "waitForReady">;
@@ -101,13 +114,13 @@ export class LockClient implements AsyncDisposable {
       timers: this.#timers,
       retryIntervalMs: this.#options.retryIntervalMs,
       random: Math.random,
-      granted: (op, token, leaseStartBound, receivedAt) =>
-        this.#granted(op, token, leaseStartBound, receivedAt),
+      granted: (op, token, leaseStartBound, receivedAt, slot) =>
+        this.#granted(op, token, leaseStartBound, receivedAt, slot),
       finished: (op) => {
         if (this.#pending.delete(op)) this.#notifyShrunk();
       },
       releaseUnwanted: (key, token, id) => this.#releaseUnwanted(key, token, id),
-      releaseIfGranted: (key, id) => this.#releaseIfGranted(key, id),
+      releaseIfGranted: (key, id, mode) => this.#releaseIfGranted(key, id, mode),
       retried: (spec, attempt, error) => {
         this.#events.emit("retry", { key: spec.key, id: spec.id, attempt, error });
       },
@@ -203,7 +216,8 @@ export class LockClient implements AsyncDisposable {
         mode === "A" && (checkFlag("waitForReady", options.waitForReady) ?? this.#options.waitForReady);
       const signal = options.signal;
       if (signal?.aborted) throw new AbortError(`acquire of ${JSON.stringify(key)}`, signal.reason);
-      const spec: AcquireSpec = { mode, key, leaseMs, waitMs, id: this.#ids.next(), waitForReady };
+      const lockMode = checkLockMode(options);
+      const spec: AcquireSpec = { mode, lockMode, key, leaseMs, waitMs, id: this.#ids.next(), waitForReady };
       op = new AcquireOp(spec, this.#acquireContext, signal);
     } catch (error) {
       return Promise.reject(error);
@@ -220,11 +234,17 @@ export class LockClient implements AsyncDisposable {
     token: bigint,
     leaseStartBound: number,
     receivedAt: number,
+    slot: number | undefined,
   ): Lock | Promise<Lock> {
-    const { key, leaseMs, id } = op.spec;
+    const { key, leaseMs, id, lockMode } = op.spec;
     const expiresAt = leaseStartBound + leaseMs;
     const late = expiresAt - receivedAt < leaseMs * REFRESH_BELOW_FRACTION;
-    const lock = Lock.create(this.#backend, key, token, leaseMs, expiresAt, id, late);
+    const hold = {
+      mode: lockMode.kind,
+      slot,
+      permits: lockMode.kind === "permit" ? lockMode.limit : undefined,
+    };
+    const lock = Lock.create(this.#backend, key, token, leaseMs, expiresAt, id, late, hold);
     this.#held.add(lock);
     if (!late) return lock;
     // The lease is only known to run from the first write, and most of it may look spent (or past)
@@ -295,12 +315,16 @@ export class LockClient implements AsyncDisposable {
     );
   }
 
-  #releaseIfGranted(key: string, id: string): void {
-    // Y with the same id answers with the grant the id holds, if any: release that token. If the key
-    // is free instead, the probe wins it for 1 ms and releases it too; if someone else holds it, N.
-    const probe: Request = { op: "Y", key, leaseMs: PROBE_LEASE_MS, id };
+  #releaseIfGranted(key: string, id: string, mode: LockMode): void {
+    // Y (W, in the acquire's mode) with the same id answers with the grant the id holds, if any:
+    // release that token. If the key is free instead (or has room beside its holders), the probe
+    // wins it for 1 ms and releases it too; if it cannot be had now, N.
+    const probe: Request =
+      mode.kind === "exclusive"
+        ? { op: "Y", key, leaseMs: PROBE_LEASE_MS, id }
+        : { op: "W", key, mode, leaseMs: PROBE_LEASE_MS, id };
     this.#retrying(probe, undefined, ({ reply }) => {
-      if (reply?.kind === "Y") this.#releaseUnwanted(key, reply.token, id);
+      if (reply?.kind === "Y" || reply?.kind === "W") this.#releaseUnwanted(key, reply.token, id);
     });
   }
 

@@ -12,7 +12,7 @@ import {
 import { AuthError, LockServerError, NoServerError, ProtocolError } from "./errors.js";
 import type { ResolvedOptions } from "./options.js";
 import { serverName } from "./options.js";
-import { Outgoing, RequestQueue } from "./request-queue.js";
+import { matchedAs, Outgoing, RequestQueue } from "./request-queue.js";
 import type { PoolSlot } from "./server-pool.js";
 import { SilenceWatch } from "./silence-watch.js";
 import type { Timer, TimerQueue } from "./timers.js";
@@ -174,7 +174,7 @@ export class Connection {
     this.#queue.push(ticket);
     ticket.connection = this;
     if (this.#silence !== undefined) {
-      this.#silence.sent(ticket.request.op !== "A", this.#timers.clock.now());
+      this.#silence.sent(matchedAs(ticket.request.op) !== "A", this.#timers.clock.now());
       this.#armSilence();
     }
     if (alone) this.#flush();
@@ -184,7 +184,7 @@ export class Connection {
   /** Takes back a ticket not yet written; false once written (or not on this connection). */
   withdraw(ticket: Ticket): boolean {
     if (ticket.connection !== this || !this.#queue.withdraw(ticket)) return false;
-    this.#silence?.settled(ticket.request.op !== "A");
+    this.#silence?.settled(matchedAs(ticket.request.op) !== "A");
     return true;
   }
 
@@ -276,7 +276,7 @@ export class Connection {
       }
       const ticket = this.#queue.match(frame);
       if (ticket !== undefined) {
-        this.#silence?.settled(ticket.request.op !== "A");
+        this.#silence?.settled(matchedAs(ticket.request.op) !== "A");
         ticket.handler.onReply(frame, ticket);
       } else this.#unmatched(frame);
     }

@@ -44,6 +44,15 @@ const RENEW_AT_FRACTION = 1 / 3;
  */
 // Linked (the client's intrusive list) is structural and left out of `implements`: its members are
 // internal, stripped from the published .d.ts, where the clause would no longer hold.
+/** @internal How a grant holds its key (Lock.mode, slot, permits). */
+export interface LockHold {
+  readonly mode: "exclusive" | "shared" | "permit";
+  readonly slot: number | undefined;
+  readonly permits: number | undefined;
+}
+
+const EXCLUSIVE_HOLD: LockHold = { mode: "exclusive", slot: undefined, permits: undefined };
+
 export class Lock implements AsyncDisposable {
   /** @internal */
   [PREV]: Linked | undefined;
@@ -56,6 +65,15 @@ export class Lock implements AsyncDisposable {
   readonly token: bigint;
   /** The lease asked for, in ms: what autoExtend renews to and extend() defaults to. */
   readonly leaseMs: number;
+  /**
+   * How the lock holds its key: `"exclusive"` (the only holder), `"shared"` (one of any number of
+   * shared holders) or `"permit"` (one of `permits` permits of a semaphore, on `slot`).
+   */
+  readonly mode: "exclusive" | "shared" | "permit";
+  /** A permit's slot, 0 to `permits` − 1: no two live permits of the key share one. Undefined otherwise. */
+  readonly slot: number | undefined;
+  /** The semaphore's number of permits, for a permit; undefined otherwise. */
+  readonly permits: number | undefined;
   readonly #backend: LockBackend;
   #expiresAt: number;
   #state: LockState = "held";
@@ -83,8 +101,9 @@ export class Lock implements AsyncDisposable {
     expiresAt: number,
     requestId: string,
     refreshFirst = false,
+    hold: LockHold = EXCLUSIVE_HOLD,
   ): Lock {
-    return new Lock(backend, key, token, leaseMs, expiresAt, requestId, refreshFirst);
+    return new Lock(backend, key, token, leaseMs, expiresAt, requestId, refreshFirst, hold);
   }
 
   // Private, with the factory above stripped from the .d.ts: an application cannot make a Lock.
@@ -96,11 +115,15 @@ export class Lock implements AsyncDisposable {
     expiresAt: number,
     requestId: string,
     refreshFirst: boolean,
+    hold: LockHold,
   ) {
     this.#backend = backend;
     this.key = key;
     this.token = token;
     this.leaseMs = leaseMs;
+    this.mode = hold.mode;
+    this.slot = hold.slot;
+    this.permits = hold.permits;
     this.#expiresAt = expiresAt;
     this.requestId = requestId;
     if (!refreshFirst) this.#watchLease();

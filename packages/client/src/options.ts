@@ -1,6 +1,17 @@
 import { isIP } from "node:net";
 import type { ConnectionOptions } from "node:tls";
-import { DEFAULT_LIMITS, isValidAddress, isValidSecret, MAX_DURATION_MS, validateKey } from "@lock/protocol";
+import {
+  DEFAULT_LIMITS,
+  EXCLUSIVE,
+  isValidAddress,
+  isValidSecret,
+  type LockMode,
+  MAX_DURATION_MS,
+  MAX_PERMITS,
+  permits,
+  SHARED,
+  validateKey,
+} from "@lock/protocol";
 import { InvalidArgumentError } from "./errors.js";
 
 export interface LockClientOptions {
@@ -143,6 +154,18 @@ function badKeyReason(key: string): string {
     }
   }
   return "is not a valid key";
+}
+
+/** How an acquire's options ask to hold the key; throws InvalidArgumentError for bad or clashing ones. */
+export function checkLockMode(options: { readonly mode?: unknown; readonly permits?: unknown }): LockMode {
+  const { mode, permits: limit } = options;
+  if (mode !== undefined && mode !== "exclusive" && mode !== "shared")
+    throw new InvalidArgumentError(`mode must be "exclusive" or "shared", got ${String(mode)}`);
+  if (limit === undefined) return mode === "shared" ? SHARED : EXCLUSIVE;
+  if (mode !== undefined) throw new InvalidArgumentError("give either mode or permits, not both");
+  if (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS)
+    throw new InvalidArgumentError(`permits must be an integer in 1..${MAX_PERMITS}, got ${String(limit)}`);
+  return permits(limit);
 }
 
 /** Undefined, or a boolean; throws InvalidArgumentError for anything else. */

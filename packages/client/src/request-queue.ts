@@ -116,6 +116,7 @@ export class RequestQueue<T extends Outgoing> {
     const key = replyKey(reply);
     let item: T | undefined;
     if (op === "A") {
+      // `A` and `Q` acquires, matched by id.
       // Without an id: an `E` for an acquire line lockd could not parse as far as the id.
       item = id !== undefined ? this.#acquires.get(id) : oldestWithKey(this.#acquires, key);
     } else {
@@ -159,14 +160,16 @@ export class RequestQueue<T extends Outgoing> {
   #register(item: T): void {
     const request = item.request;
     // One acquire call has one id and at most one attempt per connection at a time.
-    if (request.op === "A" && request.id !== undefined) this.#acquires.set(request.id, item);
+    const id = acquireId(request);
+    if (id !== undefined) this.#acquires.set(id, item);
     else this.#fifo.push(item);
   }
 
   #unregister(item: T): void {
     const request = item.request;
-    if (request.op === "A" && request.id !== undefined) {
-      this.#acquires.delete(request.id);
+    const id = acquireId(request);
+    if (id !== undefined) {
+      this.#acquires.delete(id);
       return;
     }
     const fifo = this.#fifo;
@@ -191,27 +194,43 @@ export class RequestQueue<T extends Outgoing> {
     const fifo = this.#fifo;
     for (let i = this.#fifoHead; i < fifo.length; i++) {
       const item = fifo[i];
-      if (item !== undefined && item.request.op === op && field(item.request) === value) return item;
+      if (item !== undefined && matchedAs(item.request.op) === op && field(item.request) === value)
+        return item;
     }
     return undefined;
   }
 }
 
-/** The request verb a reply answers; undefined for an `E ? …` that names none. */
+/**
+ * The request verb a reply answers, as requests are matched: `Q` (an acquire in a mode) with `A`,
+ * `W` with `Y`, since `T` and `N` answer both. Undefined for an `E ? …` that names none.
+ */
 export function answeredOp(reply: Reply): RequestOp | undefined {
   switch (reply.kind) {
     case "A":
     case "T":
+    case "Q":
       return "A";
     case "Y":
     case "N":
+    case "W":
       return "Y";
     case "M":
     case "E":
-      return reply.op === "?" ? undefined : reply.op;
+      return reply.op === "?" ? undefined : matchedAs(reply.op);
     default:
       return reply.kind;
   }
+}
+
+/** The id of a waiting acquire (`A`, `Q`) that has one: such requests are matched by it. */
+function acquireId(request: Request): string | undefined {
+  return request.op === "A" || request.op === "Q" ? request.id : undefined;
+}
+
+/** Acquires in a mode are matched like plain ones: `Q` as `A`, `W` as `Y`. */
+export function matchedAs(op: RequestOp): RequestOp {
+  return op === "Q" ? "A" : op === "W" ? "Y" : op;
 }
 
 function replyKey(reply: Reply): string {
