@@ -96,7 +96,9 @@ describe("lock run", () => {
     expect((await LockCli.run(["run", s, "--permits", "2", "--no-wait", "--", "true"], env())).code).toBe(
       EXIT_CODES.BUSY.status,
     );
-    expect((await LockCli.run(["run", s, "--permits", "3", "--", "true"], env())).code).toBe(EXIT_CODES.REFUSED.status);
+    expect((await LockCli.run(["run", s, "--permits", "3", "--", "true"], env())).code).toBe(
+      EXIT_CODES.REFUSED.status,
+    );
     for (const cli of [p1, p2]) {
       cli.send("done");
       expect(await cli.status()).toBe(0);
