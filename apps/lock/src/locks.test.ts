@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { LockdProcess } from "@lock/testkit";
+import { LineClient, LockdProcess } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { LockCli } from "./cli-process.test.support.js";
 import { EXIT_CODES } from "./exit-codes.js";
@@ -78,12 +78,31 @@ describe("lock locks", () => {
     const { code, stdout } = await LockCli.run(["locks", "--admin", admin.address]);
     expect(code).toBe(0);
     expect(stdout).toEqual([
-      "KEY         TOKEN  LEASE LEFT  WAITERS  HOLDER",
-      "jobs:00000  1000   1.5s        0        10.0.0.0:50",
-      "jobs:00001  1001   1.5s        1        -",
-      "jobs:00002  1002   1.5s        2        10.0.0.2:52",
+      "KEY         MODE       TOKEN  LEASE LEFT  WAITERS  HOLDER",
+      "jobs:00000  exclusive  1000   1.5s        0        10.0.0.0:50",
+      "jobs:00001  exclusive  1001   1.5s        1        -",
+      "jobs:00002  exclusive  1002   1.5s        2        10.0.0.2:52",
     ]);
     expect(admin.requests.map((url) => url.search)).toEqual(["?limit=100"]);
+  });
+
+  it("prints a row per holder of a real lockd's shared keys and semaphores, with mode and slot", async () => {
+    await using lockd = await LockdProcess.start({ admin: true });
+    using client = await LineClient.connect(lockd.port);
+    const r1 = (await client.request("Q rw s 30 0 r1")).split(" ")[2];
+    const r2 = (await client.request("Q rw s 30 0 r2")).split(" ")[2];
+    const p0 = (await client.request("Q sem p3 30 0 p1")).split(" ")[2];
+    const x = (await client.request("A x 30 0")).split(" ")[2];
+    const { code, stdout } = await LockCli.run(["locks", "--admin", `127.0.0.1:${lockd.adminPort}`]);
+    expect(code).toBe(0);
+    const rows = stdout.map((line) => line.split(/ {2,}/).slice(0, 3));
+    expect(rows).toEqual([
+      ["KEY", "MODE", "TOKEN"],
+      ["rw", "shared", r1],
+      ["rw", "shared", r2],
+      ["sem", "permit 0/3", p0],
+      ["x", "exclusive", x],
+    ]);
   });
 
   it("follows nextCursor until --limit rows are shown, a page of at most 1000 at a time", async () => {

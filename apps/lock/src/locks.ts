@@ -13,6 +13,16 @@ export interface HeldLock {
   readonly waiters: number;
   /** The holder's remote address, or null when it holds the key through no connection (replicated, reconnecting). */
   readonly holder: string | null;
+  /** Absent from a lockd without lock modes: the key is then held exclusively. */
+  readonly mode?: "exclusive" | "shared" | "permit";
+  readonly limit?: number | null;
+  /** Every holder, oldest grant first (a shared key's readers, a semaphore's permits). */
+  readonly holders?: ReadonlyArray<{
+    readonly token: string;
+    readonly leaseRemainingMs: number;
+    readonly holder: string | null;
+    readonly slot: number | null;
+  }>;
 }
 
 interface LocksPage {
@@ -47,15 +57,10 @@ export async function listLocks(command: LocksCommand, settings: Settings, io: L
     io.stdout(`${JSON.stringify({ locks, nextCursor: cursor }, null, 2)}\n`);
     return 0;
   }
-  const rows = locks.map((lock) => [
-    lock.key,
-    lock.token,
-    formatDuration(lock.leaseRemainingMs),
-    String(lock.waiters),
-    lock.holder ?? "-",
-  ]);
+  const rows = locks.flatMap(holderRows);
   const more = cursor !== null ? `\n(more keys held: raise --limit, or narrow --prefix)` : "";
-  io.stdout(`${formatTable(["KEY", "TOKEN", "LEASE LEFT", "WAITERS", "HOLDER"], rows)}${more}\n`);
+  const header = ["KEY", "MODE", "TOKEN", "LEASE LEFT", "WAITERS", "HOLDER"];
+  io.stdout(`${formatTable(header, rows)}${more}\n`);
   return 0;
 }
 
@@ -93,4 +98,23 @@ async function fetchPage(address: string, path: string, settings: Settings): Pro
     throw new CliError("REFUSED", `admin server ${address} answered /locks with an unexpected shape`);
   }
   return { locks: body.locks, nextCursor: body.nextCursor };
+}
+
+/** A row per holder: an exclusive key has one, a shared key one per reader, a semaphore one per permit. */
+function holderRows(lock: HeldLock): string[][] {
+  const holders = lock.holders ?? [lock];
+  return holders.map((grant) => [
+    lock.key,
+    modeText(lock, "slot" in grant ? grant.slot : null),
+    grant.token,
+    formatDuration(grant.leaseRemainingMs),
+    String(lock.waiters),
+    grant.holder ?? "-",
+  ]);
+}
+
+/** `exclusive`, `shared`, or a permit as `permit <slot>/<limit>`. */
+function modeText(lock: HeldLock, slot: number | null): string {
+  if (lock.mode !== "permit") return lock.mode ?? "exclusive";
+  return `permit ${slot ?? "?"}/${lock.limit ?? "?"}`;
 }

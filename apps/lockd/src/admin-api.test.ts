@@ -183,7 +183,16 @@ describe("GET /version and /readyz", () => {
       }
     };
     expect((await listed()).locks).toEqual([
-      { key: "replicated:key", token, leaseRemainingMs: expect.any(Number), waiters: 0, holder: null },
+      {
+        key: "replicated:key",
+        token,
+        leaseRemainingMs: expect.any(Number),
+        waiters: 0,
+        holder: null,
+        mode: "exclusive",
+        limit: null,
+        holders: [{ token, leaseRemainingMs: expect.any(Number), holder: null, slot: null }],
+      },
     ]);
     // Cut every link into the active: the standbys still hear its heartbeats (its own links are
     // up), so nobody promotes, but their links to it are down: not in sync. A stable state.

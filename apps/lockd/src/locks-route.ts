@@ -14,8 +14,14 @@ export interface LocksPage {
     token: string;
     leaseRemainingMs: number;
     waiters: number;
-    /** The holding client connection's remote address; null for a replicated holder. */
+    /** The holding client connection's remote address; null for a replicated holder, or several. */
     holder: string | null;
+    /** `exclusive`, `shared` or `permit` (docs/protocol.md, "Lock modes"). */
+    mode: "exclusive" | "shared" | "permit";
+    /** A semaphore's number of permits; null for a lock. */
+    limit: number | null;
+    /** Every holder of the key, oldest grant first (`slot`: a permit's, else null). */
+    holders: Array<{ token: string; leaseRemainingMs: number; holder: string | null; slot: number | null }>;
   }>;
   /** Pass it back as `cursor` for the next page; null on the last page. */
   readonly nextCursor: string | null;
@@ -61,6 +67,14 @@ export async function listLocks(
       leaseRemainingMs: held.remainingMs,
       waiters: held.waiters,
       holder: held.holder ?? null,
+      mode: held.mode,
+      limit: held.limit ?? null,
+      holders: held.holders.map((grant) => ({
+        token: grant.token.toString(),
+        leaseRemainingMs: grant.remainingMs,
+        holder: grant.holder ?? null,
+        slot: grant.slot ?? null,
+      })),
     })),
     nextCursor: page.more && last ? encodeCursor(last.key) : null,
   };

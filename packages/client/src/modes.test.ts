@@ -31,11 +31,15 @@ describe("LockClient lock modes with one lockd", () => {
     expect([r1.mode, r2.mode, r1.slot]).toEqual(["shared", "shared", undefined]);
     expect(r2.token).toBeGreaterThan(r1.token);
     const order: string[] = [];
-    const writer = client.acquire(key, lease).then((lock) => (order.push("writer"), lock));
+    const writer = client.acquire(key, lease).then((lock) => {
+      order.push("writer");
+      return lock;
+    });
     await eventually(async () => (await serverCounts(lockd)).waiters === 1);
-    const lateReader = client
-      .acquire(key, { ...lease, mode: "shared" })
-      .then((lock) => (order.push("reader"), lock));
+    const lateReader = client.acquire(key, { ...lease, mode: "shared" }).then((lock) => {
+      order.push("reader");
+      return lock;
+    });
     await eventually(async () => (await serverCounts(lockd)).waiters === 2);
     expect(await client.tryAcquire(key, { ...lease, mode: "shared" })).toBeNull();
     expect(await r1.release()).toBe(true);

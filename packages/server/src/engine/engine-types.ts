@@ -100,11 +100,28 @@ export type TryAcquireOutcome = GrantedOutcome | { readonly status: "busy" } | R
 /** One held key as `listHeld` returns it. */
 export interface HeldKey {
   readonly key: string;
+  /** The newest grant's token (an exclusive key's only one). */
   readonly token: bigint;
+  /** The longest lease left among its holders. */
   readonly remainingMs: number;
   readonly waiters: number;
-  /** The holding session's label (lockd: the connection's remote address); undefined if replicated. */
+  /** The holding session's label (lockd: the connection's remote address); undefined if replicated or several. */
   readonly holder: string | undefined;
+  readonly mode: "exclusive" | "shared" | "permit";
+  /** A semaphore's number of permits; undefined for a lock. */
+  readonly limit: number | undefined;
+  /** Every holder, oldest grant first. */
+  readonly holders: readonly HeldGrant[];
+}
+
+/** One holder of a listed key. */
+export interface HeldGrant {
+  readonly token: bigint;
+  readonly remainingMs: number;
+  /** As `HeldKey.holder`. */
+  readonly holder: string | undefined;
+  /** A permit's slot; undefined otherwise. */
+  readonly slot: number | undefined;
 }
 
 export interface ListHeldInput {

@@ -9,6 +9,7 @@ import {
   type EngineJournal,
   type EngineLimits,
   type GrantedOutcome,
+  type HeldGrant,
   type HeldKey,
   type ListHeldInput,
   type Ownership,
@@ -519,16 +520,31 @@ export class LockEngine<P> {
     for (const key of this.#index.from(from, from === after)) {
       if (!key.startsWith(prefix)) break;
       if (keys.length === limit) return { keys, more: true };
-      const state = this.#keys.get(key)!;
-      keys.push({
-        key,
-        token: state.token,
-        remainingMs: Math.max(0, Math.ceil(state.deadline - now)),
-        waiters: state.waiterCount,
-        holder: state.holderSession?.label,
-      });
+      keys.push(this.#heldKey(this.#keys.get(key)!, now));
     }
     return { keys, more: false };
+  }
+
+  #heldKey(state: KeyState<P>, now: number): HeldKey {
+    const grant = (held: HeldRecord<P>): HeldGrant => ({
+      token: held.token,
+      remainingMs: Math.max(0, Math.ceil(held.deadline - now)),
+      holder: held.holderSession?.label,
+      slot: slotOf(held),
+    });
+    const set = state.holders;
+    const holders = set === undefined ? [grant(state)] : [...set.values()].map(grant).sort(byToken);
+    const newest = holders.at(-1)!;
+    return {
+      key: state.key,
+      token: newest.token,
+      remainingMs: Math.max(...holders.map((h) => h.remainingMs)),
+      waiters: state.waiterCount,
+      holder: holders.length === 1 ? newest.holder : undefined,
+      mode: set === undefined ? "exclusive" : set.kind,
+      limit: set?.kind === "permit" ? set.limit : undefined,
+      holders,
+    };
   }
 
   /** The `limit` keys with the most waiters, most first; reads only keys that have a queue. */
@@ -786,6 +802,10 @@ export interface KeyHolder {
   readonly id: string | undefined;
   readonly mode: "exclusive" | "shared" | "permit";
   readonly slot: number | undefined;
+}
+
+function byToken(a: { token: bigint }, b: { token: bigint }): number {
+  return a.token < b.token ? -1 : a.token > b.token ? 1 : 0;
 }
 
 function slotOf<P>(held: HeldRecord<P>): number | undefined {
