@@ -1,6 +1,7 @@
 /** ContractFixture for each adapter, on the real servers of sandbox.ts. */
 
 import type { ContractFixture } from "../contract/contract.js";
+import type { ReadContractFixture } from "../contract/read-contract.js";
 import { type MemoryFenceTx, MemoryStore } from "../memory.js";
 import { createFenceTable, type PostgresFenceTx, PostgresStore } from "../postgres/index.js";
 import { type RedisFenceTx, RedisStore } from "../redis/index.js";
@@ -8,7 +9,7 @@ import { pgSandbox, redisSandbox, selectTokens } from "./sandbox.js";
 
 const RACERS = 4;
 
-export async function memoryFixture(): Promise<ContractFixture<MemoryFenceTx>> {
+export async function memoryFixture(): Promise<ReadContractFixture<MemoryFenceTx>> {
   const logs = new Map<string, bigint[]>();
   const store = new MemoryStore();
   return {
@@ -16,6 +17,7 @@ export async function memoryFixture(): Promise<ContractFixture<MemoryFenceTx>> {
     racers: Array(RACERS).fill(store),
     appendLog: (_tx, resource, token) => logs.set(resource, [...(logs.get(resource) ?? []), token]),
     readLog: async (resource) => logs.get(resource) ?? [],
+    readLogIn: (_tx, resource) => [...(logs.get(resource) ?? [])],
     undoesWrites: false,
     close: async () => {},
   };
