@@ -24,7 +24,7 @@ export async function memoryFixture(): Promise<ReadContractFixture<MemoryFenceTx
 }
 
 export async function postgresFixture(): Promise<
-  ContractFixture<PostgresFenceTx> & { store: PostgresStore }
+  ReadContractFixture<PostgresFenceTx> & { store: PostgresStore }
 > {
   const sandbox = await pgSandbox(RACERS + 2);
   await createFenceTable(sandbox.pool, sandbox.table("lock_fence"));
@@ -33,6 +33,7 @@ export async function postgresFixture(): Promise<
     `CREATE TABLE ${log} (seq bigserial PRIMARY KEY, resource text NOT NULL, token numeric(20, 0) NOT NULL)`,
   );
   const store = new PostgresStore({ pool: sandbox.pool, table: sandbox.table("lock_fence") });
+  const selectLog = `SELECT token::text AS token FROM ${log} WHERE resource = $1 ORDER BY seq`;
   return {
     store,
     // One pool of RACERS + 2 connections: each racing fence() runs on its own connection.
@@ -40,10 +41,8 @@ export async function postgresFixture(): Promise<
     // The fence row lock serialises writers of a resource, so seq order is the order writes applied.
     appendLog: (tx, resource, token) =>
       tx.query(`INSERT INTO ${log} (resource, token) VALUES ($1, $2)`, [resource, token.toString()]),
-    readLog: (resource) =>
-      selectTokens(sandbox.pool, `SELECT token::text AS token FROM ${log} WHERE resource = $1 ORDER BY seq`, [
-        resource,
-      ]),
+    readLog: (resource) => selectTokens(sandbox.pool, selectLog, [resource]),
+    readLogIn: (tx, resource) => selectTokens(tx, selectLog, [resource]),
     undoesWrites: true,
     close: () => sandbox.close(),
   };

@@ -21,7 +21,11 @@ export interface PgSandbox {
 }
 
 /** Runs `sql`, whose rows have a `token` column selected as text, and returns the tokens in order. */
-export async function selectTokens(db: pg.Pool, sql: string, values: unknown[]): Promise<bigint[]> {
+export async function selectTokens(
+  db: pg.Pool | pg.ClientBase,
+  sql: string,
+  values: unknown[],
+): Promise<bigint[]> {
   const { rows } = await db.query<{ token: string }>(sql, values);
   return rows.map((row) => BigInt(row.token));
 }
