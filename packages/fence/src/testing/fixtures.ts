@@ -1,10 +1,9 @@
 /** ContractFixture for each adapter, on the real servers of sandbox.ts. */
 
-import type { ContractFixture } from "../contract/contract.js";
 import type { ReadContractFixture } from "../contract/read-contract.js";
 import { type MemoryFenceTx, MemoryStore } from "../memory.js";
 import { createFenceTable, type PostgresFenceTx, PostgresStore } from "../postgres/index.js";
-import { type RedisFenceTx, RedisStore } from "../redis/index.js";
+import { type RedisFenceReadTx, type RedisFenceTx, RedisStore } from "../redis/index.js";
 import { pgSandbox, redisSandbox, selectTokens } from "./sandbox.js";
 
 const RACERS = 4;
@@ -48,7 +47,9 @@ export async function postgresFixture(): Promise<
   };
 }
 
-export async function redisFixture(): Promise<ContractFixture<RedisFenceTx> & { store: RedisStore }> {
+export async function redisFixture(): Promise<
+  ReadContractFixture<RedisFenceTx, RedisFenceReadTx> & { store: RedisStore }
+> {
   const sandbox = await redisSandbox();
   const keyPrefix = `${sandbox.prefix}fence:`;
   const logKey = (resource: string) => `${sandbox.prefix}log:${resource}`;
@@ -61,6 +62,8 @@ export async function redisFixture(): Promise<ContractFixture<RedisFenceTx> & { 
     // RPUSH inside the fence script: the list order is the order writes applied.
     appendLog: (tx, resource, token) => tx.call("RPUSH", logKey(resource), token.toString()),
     readLog: async (resource) => (await sandbox.client.lrange(logKey(resource), 0, -1)).map(BigInt),
+    readLogIn: (tx, resource) =>
+      tx.call("LRANGE", logKey(resource), 0, -1).then((list) => (list as string[]).map(BigInt)),
     undoesWrites: true,
     close: () => sandbox.close(),
   };
