@@ -8,7 +8,15 @@ export {
 export { fence, fenceRead } from "./fence.js";
 export { checkFenceInput } from "./fence-input.js";
 export { type FenceUse, type FencingGrant, type FencingLock, grantToken } from "./grant.js";
-export { FENCING_TOKEN_HEADER, fencingHeaders, parseFencingHeader } from "./headers.js";
+export {
+  FENCING_MODE_HEADER,
+  FENCING_SLOT_HEADER,
+  FENCING_TOKEN_HEADER,
+  type FencingHeaders,
+  fencingHeaders,
+  parseFencingHeader,
+  parseFencingRequest,
+} from "./headers.js";
 export { type MemoryFenceTx, MemoryStore, memoryStore } from "./memory.js";
 export { assertResource, MAX_RESOURCE_LENGTH } from "./resource.js";
 export {
