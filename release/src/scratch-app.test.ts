@@ -62,6 +62,8 @@ async function freshSchema(): Promise<string> {
 /** Every documented example that runs on its own, in the order the READMEs show them. */
 const EXAMPLES = [
   { label: "README: Usage", path: README, heading: "Usage" },
+  { label: "fence README: the read rule", path: FENCE_README, heading: "The read rule" },
+  { label: "fence README: semaphore permits", path: FENCE_README, heading: "Semaphore permits" },
   { label: "fence README: memory store", path: FENCE_README, heading: "Memory store" },
   { label: "fence README: Postgres", path: FENCE_README, heading: "Postgres" },
   { label: "fence README: Redis", path: FENCE_README, heading: "Redis" },

@@ -39,6 +39,17 @@ export function assertStore(store: unknown): void {
   }
 }
 
+/** FENCE_BAD_ARGUMENT unless `store` has fenceRead() and currentRead() besides fence() and current(). */
+export function assertReadStore(store: unknown): void {
+  assertStore(store);
+  if (!hasMethods(store, "fenceRead", "currentRead")) {
+    throw new FenceError(
+      "FENCE_BAD_ARGUMENT",
+      "fenceRead() needs a store that implements the read rule (fenceRead() and currentRead()): memoryStore(), postgresStore(), redisStore()",
+    );
+  }
+}
+
 /** FENCE_BAD_ARGUMENT unless `db` has query(): a pg Pool, Client or PoolClient. */
 export function assertQueryable(db: unknown, caller: string): void {
   if (!hasMethods(db, "query")) {

@@ -10,8 +10,19 @@ const STATUS_BY_CODE = {
   FENCE_BAD_TOKEN: 400,
   /** An HTTP request to a fenced route carried no `Fencing-Token` header. */
   FENCE_MISSING_TOKEN: 400,
-  /** The presented token is lower than the highest token the resource has accepted. */
+  /** A write's token is lower than the highest token the resource has accepted for a write. */
   FENCE_STALE_TOKEN: 409,
+  /** A write's token is lower than a recorded read's: a newer reader has read the resource (fenceRead). */
+  FENCE_NEWER_READ: 409,
+  /** A read's token is lower than the highest write the resource accepted (fenceRead). */
+  FENCE_STALE_READ: 409,
+  /**
+   * A permit (a lock with a slot) fenced a resource that is not its slot's, or a lock without a slot
+   * (or with another slot) fenced a slot's resource: a permit's token guards its slot only.
+   */
+  FENCE_SLOT_MISMATCH: 400,
+  /** A shared (reader's) lock fenced a write: readers overlap, so their tokens cannot order writes. */
+  FENCE_SHARED_WRITE: 400,
   /** The resource name is empty, too long or contains a NUL character. */
   FENCE_BAD_RESOURCE: 500,
   /** A Postgres table or column name is not a plain identifier. */
@@ -20,6 +31,10 @@ const STATUS_BY_CODE = {
   FENCE_ROW_MISSING: 404,
   /** Redis: the batched write was refused before anything was applied (command, arity, key type). */
   FENCE_BAD_WRITE: 500,
+  /** Redis: a fenced read's batch was refused (not a read command, arity) or failed; nothing recorded. */
+  FENCE_BAD_READ: 500,
+  /** Postgres: the fence table predates the read rule (no read_token column): run createFenceTable(). */
+  FENCE_TABLE_OUTDATED: 500,
   /**
    * The write failed inside the store without throwing to fence(). Postgres: it caught a failed
    * statement, so COMMIT rolled back (nothing written). Redis: a command failed while the script ran;
@@ -55,25 +70,49 @@ export class FenceError extends Error {
   }
 }
 
+/** The codes of a stale token: a write below a write or a recorded read, or a read below a write. */
+export type StaleTokenCode = "FENCE_STALE_TOKEN" | "FENCE_NEWER_READ" | "FENCE_STALE_READ";
+
 /**
- * The write was refused: `presentedToken` is lower than `currentToken`, the highest token `resource` has
- * accepted. Nothing was written. The holder's lock was lost (lease expired, a newer holder exists); it
- * must not retry with the same token.
+ * A token was refused as stale, and nothing was written (or read). `presentedToken` is lower than
+ * `currentToken`, the mark of `resource` that refused it (`refusedBy`): the highest accepted write, or
+ * (FENCE_NEWER_READ) the highest recorded read. The holder's grant has ended (lease expired, a newer
+ * holder exists); it must not retry with the same token.
+ *
+ * - FENCE_STALE_TOKEN: a write, below the highest write.
+ * - FENCE_NEWER_READ: a write, not below the highest write but below a read recorded since.
+ * - FENCE_STALE_READ: a read (fenceRead), below the highest write.
  */
 export class StaleTokenError extends FenceError {
   override readonly name = "StaleTokenError";
+  declare readonly code: StaleTokenCode;
   readonly resource: string;
   readonly presentedToken: bigint;
   readonly currentToken: bigint;
+  /** Which mark refused the token: the highest accepted write, or the highest recorded read. */
+  readonly refusedBy: "write" | "read";
 
-  constructor(resource: string, presentedToken: bigint, currentToken: bigint) {
-    super(
-      "FENCE_STALE_TOKEN",
-      `stale fencing token for ${JSON.stringify(resource)}: presented ${presentedToken}, ` +
-        `the resource already accepted ${currentToken}`,
-    );
+  constructor(
+    resource: string,
+    presentedToken: bigint,
+    currentToken: bigint,
+    code: StaleTokenCode = "FENCE_STALE_TOKEN",
+  ) {
+    super(code, staleMessage(code, JSON.stringify(resource), presentedToken, currentToken));
     this.resource = resource;
     this.presentedToken = presentedToken;
     this.currentToken = currentToken;
+    this.refusedBy = code === "FENCE_NEWER_READ" ? "read" : "write";
+  }
+}
+
+function staleMessage(code: StaleTokenCode, resource: string, presented: bigint, current: bigint): string {
+  switch (code) {
+    case "FENCE_STALE_TOKEN":
+      return `stale fencing token for ${resource}: presented ${presented}, the resource already accepted ${current}`;
+    case "FENCE_NEWER_READ":
+      return `stale fencing token for ${resource}: presented ${presented}, a newer reader (${current}) has read the resource`;
+    case "FENCE_STALE_READ":
+      return `stale fencing token for a read of ${resource}: presented ${presented}, the resource already accepted a write with ${current}`;
   }
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FENCING_TOKEN_HEADER, fencingHeaders, parseFencingHeader } from "./headers.js";
+import { FENCING_TOKEN_HEADER, fencingHeaders, parseFencingHeader, parseFencingRequest } from "./headers.js";
 
 describe("fencing headers", () => {
   it("builds the header from a held lock's token, as a decimal string", () => {
@@ -22,5 +22,22 @@ describe("fencing headers", () => {
         expect.objectContaining({ code: "FENCE_BAD_TOKEN" }),
       );
     }
+  });
+
+  it("adds a permit's slot and a lock's mode, and parses them back", () => {
+    const permit = { token: 7n, key: "tenant:7", slot: 3, mode: "exclusive" } as const;
+    const headers = fencingHeaders(permit);
+    expect(headers).toEqual({ "fencing-token": "7", "fencing-slot": "3", "fencing-mode": "exclusive" });
+    expect(parseFencingRequest(headers)).toEqual({ token: 7n, slot: 3, mode: "exclusive" });
+    expect(parseFencingRequest({ "fencing-token": "7" })).toEqual({ token: 7n });
+    expect(() => fencingHeaders({ token: 7n, slot: -1 })).toThrow(
+      expect.objectContaining({ code: "FENCE_BAD_ARGUMENT" }),
+    );
+    expect(() => fencingHeaders({ token: 7n, mode: "read" as never })).toThrow(
+      expect.objectContaining({ code: "FENCE_BAD_ARGUMENT" }),
+    );
+    expect(() => parseFencingRequest({ "fencing-token": "7", "fencing-slot": ["1", "2"] })).toThrow(
+      expect.objectContaining({ code: "FENCE_BAD_TOKEN" }),
+    );
   });
 });

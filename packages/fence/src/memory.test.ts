@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { describeReadFenceContract } from "./contract/read-contract.js";
 import { fence } from "./fence.js";
 import { MemoryStore } from "./memory.js";
+import { memoryFixture } from "./testing/fixtures.js";
 
 // The store contract runs against it in testing/readme/contract.test.ts, through @lock/fence/testing.
 
@@ -35,3 +37,5 @@ describe("MemoryStore", () => {
     });
   });
 });
+
+describeReadFenceContract("memoryStore()", memoryFixture);

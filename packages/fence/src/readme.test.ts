@@ -1,12 +1,15 @@
 /**
  * README examples that are files of this package, character for character: `tsc -b` type-checks them
  * with the rest of the package, and tests run them (the contract example is a test file itself; the
- * Fastify one runs in fastify/readme-example.test.ts).
+ * Fastify one runs in fastify/readme-example.test.ts, the read-rule and permits ones in
+ * readme-examples.test.ts).
  */
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 
 const EXAMPLES = {
+  "## The read rule: `fenceRead()`": "testing/readme/read-rule.ts",
+  "## Semaphore permits: one resource per slot": "testing/readme/permits.ts",
   "## Fastify: `@lock/fence/fastify`": "testing/readme/fastify.ts",
   "### Testing a store: `@lock/fence/testing`": "testing/readme/contract.test.ts",
 };

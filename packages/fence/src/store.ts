@@ -35,5 +35,41 @@ export interface FenceStore<Tx> {
   current(resource: string): Promise<bigint | undefined>;
 }
 
+export interface FenceReadOptions {
+  /**
+   * Record the read's token on the resource, so that a write with an older token is refused from then
+   * on (FENCE_NEWER_READ). Default false: the read is checked, not recorded.
+   */
+  record?: boolean;
+}
+
+/**
+ * A store that also implements the read rule (rule.ts), for resources guarded by shared/exclusive
+ * locks: readers present their shared grant's token, writers their exclusive grant's. Its fence()
+ * then also refuses a write below the highest recorded read (FENCE_NEWER_READ); without reads
+ * recorded, fence() is exactly the exclusive rule.
+ */
+export interface ReadFenceStore<Tx, ReadTx = Tx> extends FenceStore<Tx> {
+  /**
+   * Atomically: if `token` is lower than the highest write `resource` accepted, throw StaleTokenError
+   * (FENCE_STALE_READ) without calling `read`; otherwise run `read(tx)` with no write to the resource
+   * able to take effect while it runs, and, with `record`, raise the resource's read mark to `token`.
+   * Returns what `read` returns. If `read` throws, its error is rethrown and nothing is recorded.
+   * Run checkFenceInput(resource, token, read) first, as fence() does.
+   */
+  fenceRead<T>(
+    resource: string,
+    token: bigint,
+    read: FenceWrite<ReadTx, T>,
+    options?: FenceReadOptions,
+  ): Promise<Awaited<T>>;
+
+  /** The highest read recorded on `resource` since its last accepted write, or undefined. */
+  currentRead(resource: string): Promise<bigint | undefined>;
+}
+
 /** The transaction handle type of a store, for helpers generic over stores. */
 export type FenceTx<S> = S extends FenceStore<infer Tx> ? Tx : never;
+
+/** The handle a store's fenceRead() gives the read. */
+export type FenceReadTx<S> = S extends ReadFenceStore<unknown, infer ReadTx> ? ReadTx : never;

@@ -16,4 +16,5 @@ export {
   simulatedGrants,
   type WriteOutcome,
 } from "./kleppmann.js";
+export { describeReadFenceContract, type ReadContractFixture } from "./read-contract.js";
 export { BOUNDARY_TOKENS } from "./tokens.js";

@@ -39,6 +39,14 @@ export interface FenceRouteConfig {
    * false: the preHandler only parses the token; `request.fenced()` does the one atomic check.
    */
   precheck?: boolean;
+  /**
+   * true: the route reads, under the read rule (fenceRead()): the preHandler and `request.fenced()`
+   * check that no newer write was accepted, and a `Fencing-Mode: shared` request is accepted. Default
+   * false: the route writes (fence()). Needs a store with fenceRead().
+   */
+  read?: boolean;
+  /** With `read`: record the read's token, so that older writers are refused from then on. */
+  record?: boolean;
 }
 
 /**
@@ -87,8 +95,10 @@ declare module "fastify" {
     fenceResource: string | null;
     /**
      * Runs `write` through the plugin's store with this request's resource and token: check, advance
-     * and write atomically (see fence()). `tx` is the store's transaction (see FencePluginStore). A
-     * stale token rejects with StaleTokenError (statusCode 409). Only on fenced routes.
+     * and write atomically (see fence()); on a route with `read: true`, check (and record) and read
+     * atomically (see fenceRead()). `tx` is the store's transaction (see FencePluginStore; a Redis
+     * read's `tx` is a RedisFenceReadTx: annotate it). A stale token rejects with StaleTokenError
+     * (statusCode 409). Only on fenced routes.
      */
     fenced<Tx = FencedTx, T = unknown>(write: FenceWrite<Tx, T>): Promise<Awaited<T>>;
   }

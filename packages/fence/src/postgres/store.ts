@@ -4,11 +4,13 @@ import { FenceError, StaleTokenError } from "../errors.js";
 import { checkFenceInput } from "../fence-input.js";
 import { KeyedMutex } from "../keyed-mutex.js";
 import { assertResource } from "../resource.js";
-import type { FenceStore, FenceWrite } from "../store.js";
+import { decideRead, decideWrite, type FenceDecision, type FenceMarks, type FenceRefusal } from "../rule.js";
+import type { FenceReadOptions, FenceWrite, ReadFenceStore } from "../store.js";
+import { MARKS_COLUMNS, type MarksRow, marksOf, readGuard, readGuardInsert, writeGuard } from "./guard.js";
 import type { Queryable } from "./queryable.js";
 import { DEFAULT_FENCE_TABLE } from "./schema.js";
 import { CALLER_TRANSACTION, type FenceScope, inTransactionBlock, OWN_TRANSACTION } from "./scope.js";
-import { quoteLiteral, quoteQualifiedName } from "./sql.js";
+import { quoteQualifiedName } from "./sql.js";
 
 /** What a write receives: the connection with the fence transaction open on it. */
 export type PostgresFenceTx = ClientBase;
@@ -35,24 +37,23 @@ interface Connection {
 }
 
 /**
- * Fences writes in Postgres. Each fence() is one transaction on one connection:
+ * Fences writes (and reads, fenceRead()) in Postgres. Each call is one transaction on one connection:
  *
- *   BEGIN; INSERT INTO fence ... ON CONFLICT (resource) DO UPDATE SET token = excluded.token
- *          WHERE fence.token <= excluded.token RETURNING 1      -- one round trip
+ *   BEGIN; <the guard, guard.ts>                                -- one round trip
  *   <your statements on the same client>
  *   COMMIT                                                      -- or ROLLBACK on any error
  *
  * On a `{ client }` the caller has a transaction open on, SAVEPOINT / RELEASE SAVEPOINT / ROLLBACK TO
  * SAVEPOINT take the places of BEGIN / COMMIT / ROLLBACK (scope.ts).
  *
- * The upsert locks the resource's row (also when its WHERE refuses the update), so a concurrent writer
- * for the same resource waits until this transaction ends and then re-evaluates against the committed
- * token: a stale writer racing a newer one waits, then fails. Under READ COMMITTED (the default) that
- * is all it takes; under SERIALIZABLE a race may instead surface as a serialization failure (40001).
+ * The guard locks the resource's fence row until the transaction ends (guard.ts), so a fenced write
+ * waits for every open fenced call of its resource and then decides on the committed marks: a stale
+ * writer racing a newer one waits, then fails. Under READ COMMITTED (the default) that is all it takes;
+ * under SERIALIZABLE a race may instead surface as a serialization failure (40001).
  *
  * The write must not COMMIT or ROLLBACK itself; throw to abort.
  */
-export class PostgresStore implements FenceStore<PostgresFenceTx> {
+export class PostgresStore implements ReadFenceStore<PostgresFenceTx> {
   /** The quoted, qualified fence table name. */
   readonly table: string;
   readonly #connect: () => Promise<Connection>;
@@ -90,41 +91,85 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
     token: bigint,
     write: FenceWrite<PostgresFenceTx, T>,
   ): Promise<Awaited<T>> {
-    // Checked here, not only in fence(): the guard below is SQL text, and a caller that passed a string
+    // Checked here, not only in fence(): the guard is SQL text, and a caller that passed a string
     // token straight to the store once ran `1); DROP TABLE ...` through it.
-    const checkedToken = checkFenceInput(resource, token, write);
+    const checked = checkFenceInput(resource, token, write);
+    return this.#run(resource, checked, write, "write", async (client, scope) => {
+      const guard = await sendGuard(client, writeGuard(scope.open, this.table, resource, checked));
+      if (guard.rowCount === 1) return undefined;
+      // The row is locked by our upsert, so this reads the marks that refused us.
+      const { rows } = await client.query(`SELECT ${MARKS_COLUMNS} FROM ${this.table} WHERE resource = $1`, [
+        resource,
+      ]);
+      return refusal(decideWrite(marksOf(rows[0]), checked)) ?? { code: "FENCE_STALE_TOKEN", current: 0n };
+    });
+  }
+
+  async fenceRead<T>(
+    resource: string,
+    token: bigint,
+    read: FenceWrite<PostgresFenceTx, T>,
+    options: FenceReadOptions = {},
+  ): Promise<Awaited<T>> {
+    const checked = checkFenceInput(resource, token, read);
+    const record = options?.record === true;
+    return this.#run(resource, checked, read, "read", async (client, scope) => {
+      let guard = await sendGuard(
+        client,
+        `${scope.open}; ${readGuard(this.table, resource, checked, record)}`,
+      );
+      if (guard.rowCount === 0) {
+        guard = await sendGuard(client, readGuardInsert(this.table, resource, checked, record));
+      }
+      // Any raise already happened in the guard, so the marks are only checked here.
+      return refusal(decideRead(marksOf(guard.rows[0]), checked, false));
+    });
+  }
+
+  async current(resource: string): Promise<bigint | undefined> {
+    return (await this.#marks(resource)).write;
+  }
+
+  async currentRead(resource: string): Promise<bigint | undefined> {
+    return (await this.#marks(resource)).read;
+  }
+
+  async #marks(resource: string): Promise<FenceMarks> {
+    assertResource(resource);
+    const { rows } = await outdatedTable(() =>
+      this.#reader.query<MarksRow>(`SELECT ${MARKS_COLUMNS} FROM ${this.table} WHERE resource = $1`, [
+        resource,
+      ]),
+    );
+    return marksOf(rows[0]);
+  }
+
+  /**
+   * One fenced call: connect, open the scope with `guard` (which returns the refusal, if any), run the
+   * body, commit; roll back on any failure and give the connection back.
+   */
+  async #run<T>(
+    resource: string,
+    token: bigint,
+    body: FenceWrite<PostgresFenceTx, T>,
+    use: "write" | "read",
+    guard: (client: ClientBase, scope: FenceScope) => Promise<Refusal | undefined>,
+  ): Promise<Awaited<T>> {
     const { client, scope, release } = await this.#connect();
     let broken: Error | undefined;
     let rollbackDue = true;
     try {
-      // BEGIN (or SAVEPOINT) and the guard share one round trip. A multi-statement simple query cannot take
-      // parameters, so two values are literals, both produced by the check above: the token is the
-      // text of a bigint (digits only), the resource is escaped like PQescapeLiteral.
-      const guard = (await client.query(
-        `${scope.open}; INSERT INTO ${this.table} AS fence (resource, token) ` +
-          `VALUES (${quoteLiteral(resource)}, ${checkedToken.toString()}) ` +
-          "ON CONFLICT (resource) DO UPDATE SET token = excluded.token, updated_at = now() " +
-          "WHERE fence.token <= excluded.token RETURNING 1",
-      )) as unknown as QueryResult[];
-      if (!Array.isArray(guard)) {
-        // One result per statement is what a multi-statement query returns; anything else means a
-        // client that does not run them as one simple query, and the guard's outcome is unknown.
-        throw new FenceError("FENCE_BAD_OPTIONS", "the pg client did not return one result per statement");
-      }
-      if (guard[1]?.rowCount !== 1) {
-        // The row is locked by our upsert, so this reads the token that refused us.
-        const current = await selectToken(client, this.table, resource);
-        throw new StaleTokenError(resource, checkedToken, current ?? 0n);
-      }
-      const result = await write(client);
+      const refused = await guard(client, scope);
+      if (refused) throw new StaleTokenError(resource, token, refused.current, refused.code);
+      const result = await body(client);
       if (!(await scope.commit(client))) {
-        // A statement failed and the write caught its error, so Postgres had aborted the transaction
-        // (or the caller's, back to our savepoint): neither the write nor the token took effect.
+        // A statement failed and the body caught its error, so Postgres had aborted the transaction
+        // (or the caller's, back to our savepoint): neither the body nor the marks took effect.
         rollbackDue = false;
         throw new FenceError(
           "FENCE_WRITE_FAILED",
-          `the fenced write to ${JSON.stringify(resource)} swallowed a failed statement; it was rolled ` +
-            "back, nothing was written and the token was not advanced",
+          `the fenced ${use} of ${JSON.stringify(resource)} swallowed a failed statement; it was rolled ` +
+            "back, nothing was written and no token was recorded",
         );
       }
       return result;
@@ -140,10 +185,42 @@ export class PostgresStore implements FenceStore<PostgresFenceTx> {
       release(broken);
     }
   }
+}
 
-  async current(resource: string): Promise<bigint | undefined> {
-    assertResource(resource);
-    return selectToken(this.#reader, this.table, resource);
+type Refusal = Pick<FenceRefusal, "code" | "current">;
+
+function refusal(decision: FenceDecision): Refusal | undefined {
+  return decision.accepted ? undefined : decision.refusal;
+}
+
+/** Sends a scope opening and guard as one simple query; returns the guard's (the last) result. */
+async function sendGuard(client: ClientBase, text: string): Promise<QueryResult<MarksRow>> {
+  const results = (await outdatedTable(() => client.query(text))) as unknown as QueryResult<MarksRow>[];
+  if (!Array.isArray(results)) {
+    // One result per statement is what a multi-statement query returns; anything else means a
+    // client that does not run them as one simple query, and the guard's outcome is unknown.
+    throw new FenceError("FENCE_BAD_OPTIONS", "the pg client did not return one result per statement");
+  }
+  return results.at(-1)!;
+}
+
+// SQLSTATEs of a fence table created before the read rule: no read_token column, token NOT NULL.
+const UNDEFINED_COLUMN = "42703";
+const NOT_NULL_VIOLATION = "23502";
+
+/** Runs `query`, turning the errors of a fence table from before the read rule into one that says so. */
+async function outdatedTable<R>(query: () => Promise<R>): Promise<R> {
+  try {
+    return await query();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code !== UNDEFINED_COLUMN && code !== NOT_NULL_VIOLATION) throw error;
+    throw new FenceError(
+      "FENCE_TABLE_OUTDATED",
+      "the fence table predates the read rule (it has no nullable token and read_token columns): run " +
+        "createFenceTable() again, or the statements of sql/fence-table.sql, to bring it up to date",
+      { cause: error },
+    );
   }
 }
 
@@ -168,12 +245,4 @@ async function sharedConnection(client: ClientBase, mutex: KeyedMutex): Promise<
     release();
     throw error;
   }
-}
-
-async function selectToken(db: Queryable, table: string, resource: string): Promise<bigint | undefined> {
-  const { rows } = await db.query(`SELECT token::text AS token FROM ${table} WHERE resource = $1`, [
-    resource,
-  ]);
-  const token = rows[0]?.token;
-  return typeof token === "string" ? BigInt(token) : undefined;
 }

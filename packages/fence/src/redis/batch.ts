@@ -1,5 +1,12 @@
 import { FenceError } from "../errors.js";
-import { type CheckedCommand, checkCommand, type RedisArg, type RedisWriteCommand } from "./commands.js";
+import {
+  type CheckedCommand,
+  type CommandSet,
+  checkCommand,
+  type RedisArg,
+  type RedisReadCommand,
+  type RedisWriteCommand,
+} from "./commands.js";
 
 /** What a write receives from the Redis store: a queue of commands for the fence script. */
 export interface RedisFenceTx {
@@ -13,37 +20,50 @@ export interface RedisFenceTx {
   call(command: RedisWriteCommand, key: string, ...args: RedisArg[]): Promise<unknown>;
 }
 
+/**
+ * What a read receives from the Redis store's fenceRead(): a queue of read commands for the read
+ * script, which runs them after the token check, atomically with it (and with the record). The rules of
+ * RedisFenceTx.call apply: queue synchronously, return the promises, never await them inside the read.
+ * Replies are what EVAL returns: HGETALL a flat [field, value, ...] array, a missing key null.
+ */
+export interface RedisFenceReadTx {
+  call(command: RedisReadCommand, key: string, ...args: RedisArg[]): Promise<unknown>;
+}
+
 interface Pending {
   resolve(reply: unknown): void;
   reject(error: unknown): void;
 }
 
-/** Collects a write's commands; sealed once the write has returned, then settled with the outcome. */
-export class CommandBatch implements RedisFenceTx {
+/**
+ * Collects a write's (or a read's) commands; sealed once the write has returned, then settled with the
+ * outcome.
+ */
+export class CommandBatch implements RedisFenceTx, RedisFenceReadTx {
   readonly commands: CheckedCommand[] = [];
   readonly #pending: Pending[] = [];
   readonly #reservedPrefix: string;
+  readonly #set: CommandSet;
   #sealed = false;
 
-  /** Keys under `reservedPrefix` are fence keys; a write must not touch them. */
-  constructor(reservedPrefix: string) {
+  /** Keys under `reservedPrefix` are fence keys; a batch must not touch them. */
+  constructor(reservedPrefix: string, set: CommandSet) {
     this.#reservedPrefix = reservedPrefix;
+    this.#set = set;
   }
 
-  call(command: RedisWriteCommand, key: string, ...args: RedisArg[]): Promise<unknown> {
+  call(command: RedisWriteCommand | RedisReadCommand, key: string, ...args: RedisArg[]): Promise<unknown> {
+    const { code, use } = this.#set;
     if (this.#sealed) {
       throw new FenceError(
-        "FENCE_BAD_WRITE",
-        "a fenced Redis write queued a command after it returned; the batch had already run without it. " +
-          "Queue every command synchronously, before the write returns",
+        code,
+        `a fenced Redis ${use} queued a command after it returned; the batch had already run without it. ` +
+          `Queue every command synchronously, before the ${use} returns`,
       );
     }
-    const checked = checkCommand(command, key, args);
+    const checked = checkCommand(this.#set, command, key, args);
     if (key.startsWith(this.#reservedPrefix)) {
-      throw new FenceError(
-        "FENCE_BAD_WRITE",
-        `${checked.name} ${key}: keys under the fence prefix are reserved`,
-      );
+      throw new FenceError(code, `${checked.name} ${key}: keys under the fence prefix are reserved`);
     }
     const reply = new Promise<unknown>((resolve, reject) => this.#pending.push({ resolve, reject }));
     // Callers often ignore replies; a refused batch must not turn into an unhandled rejection.

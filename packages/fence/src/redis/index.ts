@@ -1,5 +1,11 @@
-export type { RedisFenceTx } from "./batch.js";
-export { REDIS_WRITE_COMMANDS, type RedisArg, type RedisWriteCommand } from "./commands.js";
+export type { RedisFenceReadTx, RedisFenceTx } from "./batch.js";
+export {
+  REDIS_READ_COMMANDS,
+  REDIS_WRITE_COMMANDS,
+  type RedisArg,
+  type RedisReadCommand,
+  type RedisWriteCommand,
+} from "./commands.js";
 export { LuaScript, type RedisScriptClient } from "./script.js";
 export {
   DEFAULT_KEY_PREFIX,

@@ -4,8 +4,14 @@ import { describeFenceContract, MALFORMED_RESOURCES, MALFORMED_TOKENS } from "..
 import { StaleTokenError } from "../errors.js";
 import { fence } from "../fence.js";
 import { redisFixture } from "../testing/fixtures.js";
-import { REDIS_URL, type RedisSandbox, redisSandbox, uniqueName } from "../testing/sandbox.js";
-import { LuaScript, type RedisFenceClient, type RedisFenceTx, RedisStore } from "./index.js";
+import {
+  REDIS_URL,
+  type RedisSandbox,
+  racingRedisClient,
+  redisSandbox,
+  uniqueName,
+} from "../testing/sandbox.js";
+import { LuaScript, type RedisFenceTx, RedisStore } from "./index.js";
 
 describeFenceContract("redis", redisFixture);
 
@@ -62,15 +68,7 @@ describe("RedisStore", () => {
     const { resource, data } = fresh("race");
     await fence(store, resource, 3n, () => undefined);
     // A newer holder records 10 right after this store's read of the fence key, before its script runs.
-    const racing: RedisFenceClient = {
-      get: async (fenceKey) => {
-        const seen = await sandbox.client.get(fenceKey);
-        await sandbox.client.set(fenceKey, "10");
-        return seen;
-      },
-      evalsha: (...args) => sandbox.client.evalsha(...args),
-      eval: (...args) => sandbox.client.eval(...args),
-    };
+    const racing = racingRedisClient(sandbox.client, "10");
     let reply: Promise<unknown> | undefined;
     const write = vi.fn((tx: RedisFenceTx) => {
       reply = tx.call("SET", data, "written with 5");

@@ -3,10 +3,11 @@ import { assertOptions, hasMethods } from "../arguments.js";
 import { FenceError, StaleTokenError } from "../errors.js";
 import { checkFenceInput } from "../fence-input.js";
 import { assertResource } from "../resource.js";
-import type { FenceStore, FenceWrite } from "../store.js";
-import { CommandBatch, type RedisFenceTx } from "./batch.js";
-import type { RedisArg } from "./commands.js";
-import { FENCE_LUA } from "./fence.lua.js";
+import { decideRead, decideWrite, type FenceDecision, type FenceMarks } from "../rule.js";
+import type { FenceReadOptions, FenceWrite, ReadFenceStore } from "../store.js";
+import { CommandBatch, type RedisFenceReadTx, type RedisFenceTx } from "./batch.js";
+import { type CommandSet, READ_COMMANDS, type RedisArg, WRITE_COMMANDS } from "./commands.js";
+import { FENCE_LUA, FENCE_READ_LUA } from "./fence.lua.js";
 import { LuaScript, type RedisScriptClient } from "./script.js";
 
 export const DEFAULT_KEY_PREFIX = "fence:";
@@ -23,6 +24,7 @@ export interface RedisStoreOptions {
 }
 
 const FENCE_SCRIPT = new LuaScript(FENCE_LUA);
+const FENCE_READ_SCRIPT = new LuaScript(FENCE_READ_LUA);
 
 /**
  * Fences writes in Redis with one Lua script: the token check, the batched commands and the token
@@ -41,10 +43,15 @@ const FENCE_SCRIPT = new LuaScript(FENCE_LUA);
  * aborts the script but does not undo the commands before it. The token is written last and so is not
  * advanced; fence() rejects with FENCE_WRITE_FAILED. Keep batches to commands that cannot fail that way.
  *
- * With Redis Cluster, the fence key and all written keys must share a hash slot: use hash tags, e.g.
- * resource "{order:42}" and keys "{order:42}:status".
+ * fenceRead() works the same way with read commands (RedisFenceReadTx): the GET pre-check, then one
+ * script that checks the write mark, runs the reads and, with `record`, raises the read mark, so no
+ * write can come between the check and the reads. Both marks live in the fence key's value
+ * (fence.lua.ts), so a read needs no other key.
+ *
+ * With Redis Cluster, the fence key and all written (or read) keys must share a hash slot: use hash
+ * tags, e.g. resource "{order:42}" and keys "{order:42}:status".
  */
-export class RedisStore implements FenceStore<RedisFenceTx> {
+export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx> {
   readonly keyPrefix: string;
   readonly #client: RedisFenceClient;
 
@@ -67,25 +74,73 @@ export class RedisStore implements FenceStore<RedisFenceTx> {
   async fence<T>(resource: string, token: bigint, write: FenceWrite<RedisFenceTx, T>): Promise<Awaited<T>> {
     // Checked here, not only in fence(): the script stores ARGV[1] as the token, and an unchecked
     // "abc" once made every later fence() on the resource throw a SyntaxError.
-    const checkedToken = checkFenceInput(resource, token, write);
-    if (types.isAsyncFunction(write)) {
+    const checked = checkFenceInput(resource, token, write);
+    return this.#run(resource, checked, write, WRITE_COMMANDS, (marks) => decideWrite(marks, checked), "0");
+  }
+
+  async fenceRead<T>(
+    resource: string,
+    token: bigint,
+    read: FenceWrite<RedisFenceReadTx, T>,
+    options: FenceReadOptions = {},
+  ): Promise<Awaited<T>> {
+    const checked = checkFenceInput(resource, token, read);
+    const record = options?.record === true;
+    return this.#run(
+      resource,
+      checked,
+      read,
+      READ_COMMANDS,
+      (marks) => decideRead(marks, checked, record),
+      record ? "1" : "0",
+    );
+  }
+
+  async current(resource: string): Promise<bigint | undefined> {
+    assertResource(resource);
+    return (await this.#marks(resource)).write;
+  }
+
+  async currentRead(resource: string): Promise<bigint | undefined> {
+    assertResource(resource);
+    return (await this.#marks(resource)).read;
+  }
+
+  async #marks(resource: string): Promise<FenceMarks> {
+    return parseMarks(await this.#client.get(this.keyPrefix + resource));
+  }
+
+  /**
+   * One fenced call: the GET pre-check (`decide` on the marks: a token already stale never gets its
+   * body called), the body queueing its commands, then the script, which decides again.
+   */
+  async #run<Tx, T>(
+    resource: string,
+    token: bigint,
+    body: FenceWrite<Tx, T>,
+    set: CommandSet,
+    decide: (marks: FenceMarks) => FenceDecision,
+    flag: "0" | "1",
+  ): Promise<Awaited<T>> {
+    if (types.isAsyncFunction(body)) {
       throw new FenceError(
-        "FENCE_BAD_WRITE",
-        "a fenced Redis write must queue its commands synchronously; pass a plain (non-async) function",
+        set.code,
+        `a fenced Redis ${set.use} must queue its commands synchronously; pass a plain (non-async) function`,
       );
     }
-    const current = await this.#currentToken(resource);
-    if (current !== undefined && checkedToken < current) {
-      throw new StaleTokenError(resource, checkedToken, current);
+    const decision = decide(await this.#marks(resource));
+    if (!decision.accepted) {
+      const { current, code } = decision.refusal;
+      throw new StaleTokenError(resource, token, current, code);
     }
-    const batch = new CommandBatch(this.keyPrefix);
+    const batch = new CommandBatch(this.keyPrefix, set);
     let result: T;
     try {
-      result = write(batch);
+      result = body(batch as Tx);
       batch.seal();
-      batch.resolve(await this.#runScript(resource, checkedToken, batch));
+      batch.resolve(await this.#runScript(resource, token, batch, set, flag));
     } catch (error) {
-      // Whether the write threw or the script refused: every reply promise settles with the reason.
+      // Whether the body threw or the script refused: every reply promise settles with the reason.
       batch.seal();
       batch.reject(error);
       throw error;
@@ -93,45 +148,66 @@ export class RedisStore implements FenceStore<RedisFenceTx> {
     return await result;
   }
 
-  async current(resource: string): Promise<bigint | undefined> {
-    assertResource(resource);
-    return this.#currentToken(resource);
-  }
-
-  async #currentToken(resource: string): Promise<bigint | undefined> {
-    const stored = await this.#client.get(this.keyPrefix + resource);
-    return stored === null ? undefined : BigInt(stored);
-  }
-
-  async #runScript(resource: string, token: bigint, batch: CommandBatch): Promise<unknown[]> {
+  async #runScript(
+    resource: string,
+    token: bigint,
+    batch: CommandBatch,
+    set: CommandSet,
+    flag: "0" | "1",
+  ): Promise<unknown[]> {
     const keys = [this.keyPrefix + resource, ...batch.commands.map((command) => command.key)];
-    const args: RedisArg[] = [token.toString(), batch.commands.length];
+    const args: RedisArg[] = [token.toString(), flag, batch.commands.length];
     for (const command of batch.commands)
       args.push(command.name, command.keyType, command.args.length, ...command.args);
+    const write = set === WRITE_COMMANDS;
 
     let reply: unknown;
     try {
-      reply = await FENCE_SCRIPT.run(this.#client, keys, args);
+      reply = await (write ? FENCE_SCRIPT : FENCE_READ_SCRIPT).run(this.#client, keys, args);
     } catch (error) {
       // A reply error means the script started and a command failed in it. Anything else (a dropped
       // connection, a timeout) leaves the outcome unknown and is passed on unchanged.
       if (!(error instanceof Error) || error.name !== "ReplyError") throw error;
-      throw new FenceError(
-        "FENCE_WRITE_FAILED",
-        `a command of the fenced write to ${JSON.stringify(resource)} failed inside the script; commands ` +
-          `before it stay applied (Redis does not roll scripts back), the token was not advanced: ${error.message}`,
-        { cause: error },
-      );
+      throw write
+        ? new FenceError(
+            "FENCE_WRITE_FAILED",
+            `a command of the fenced write to ${JSON.stringify(resource)} failed inside the script; commands ` +
+              `before it stay applied (Redis does not roll scripts back), the token was not advanced: ${error.message}`,
+            { cause: error },
+          )
+        : new FenceError(
+            "FENCE_BAD_READ",
+            `a command of the fenced read of ${JSON.stringify(resource)} failed inside the script; nothing was recorded: ${error.message}`,
+            { cause: error },
+          );
     }
     const [outcome, ...rest] = reply as [number, ...unknown[]];
     if (outcome === 1) return rest;
-    if (outcome === 0) throw new StaleTokenError(resource, token, BigInt(String(rest[0])));
+    if (outcome === 0) {
+      throw new StaleTokenError(
+        resource,
+        token,
+        BigInt(String(rest[0])),
+        write ? "FENCE_STALE_TOKEN" : "FENCE_STALE_READ",
+      );
+    }
+    if (outcome === 3)
+      throw new StaleTokenError(resource, token, BigInt(String(rest[0])), "FENCE_NEWER_READ");
     const command = batch.commands[Number(rest[0]) - 1];
     throw new FenceError(
       "FENCE_BAD_WRITE",
       `${command?.name} ${command?.key}: the key holds a ${String(rest[1])}; nothing was written`,
     );
   }
+}
+
+/** The marks a fence key holds (fence.lua.ts): "34", "34,40" or ",40"; none for a missing key. */
+export function parseMarks(value: string | null): FenceMarks {
+  if (value === null) return {};
+  const comma = value.indexOf(",");
+  if (comma < 0) return { write: BigInt(value) };
+  const written = value.slice(0, comma);
+  return { ...(written === "" ? {} : { write: BigInt(written) }), read: BigInt(value.slice(comma + 1)) };
 }
 
 export function redisStore(options: RedisStoreOptions): RedisStore {

@@ -6,6 +6,7 @@
 import { Redis } from "ioredis";
 import pg from "pg";
 import { uniqueName } from "../contract/unique-name.js";
+import type { RedisFenceClient } from "../redis/index.js";
 
 export const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -21,7 +22,11 @@ export interface PgSandbox {
 }
 
 /** Runs `sql`, whose rows have a `token` column selected as text, and returns the tokens in order. */
-export async function selectTokens(db: pg.Pool, sql: string, values: unknown[]): Promise<bigint[]> {
+export async function selectTokens(
+  db: pg.Pool | pg.ClientBase,
+  sql: string,
+  values: unknown[],
+): Promise<bigint[]> {
   const { rows } = await db.query<{ token: string }>(sql, values);
   return rows.map((row) => BigInt(row.token));
 }
@@ -81,5 +86,21 @@ export async function redisSandbox(): Promise<RedisSandbox> {
         await Promise.all(clients.map((each) => each.quit()));
       }
     },
+  };
+}
+
+/**
+ * A client for a RedisStore that loses a race: right after its store's GET of a fence key, a newer
+ * holder sets the key to `value`, before the store's script runs.
+ */
+export function racingRedisClient(client: Redis, value: string): RedisFenceClient {
+  return {
+    get: async (fenceKey) => {
+      const seen = await client.get(fenceKey);
+      await client.set(fenceKey, value);
+      return seen;
+    },
+    evalsha: (...args) => client.evalsha(...args),
+    eval: (...args) => client.eval(...args),
   };
 }

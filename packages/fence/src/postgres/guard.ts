@@ -1,0 +1,72 @@
+/**
+ * The statements that open a fenced call in Postgres: its scope (BEGIN or a SAVEPOINT) and the guard,
+ * sent as one simple query, so one round trip. A multi-statement simple query cannot take parameters,
+ * so the resource and token are literals, both produced by checkFenceInput(): the token is the text of
+ * a bigint (digits only), the resource is escaped like PQescapeLiteral.
+ *
+ * Both guards leave the resource's fence row locked until the scope ends, so a fenced write and any
+ * other fenced call of the resource never overlap, while fenced reads overlap each other:
+ *
+ * - A write upserts the row (ON CONFLICT DO UPDATE: a FOR UPDATE row lock, taken even when its WHERE
+ *   refuses). It waits for every open fenced call of the resource, then decides on the committed marks.
+ * - A read takes FOR KEY SHARE, which only a write's lock conflicts with, after inserting the row
+ *   when it is missing (so that there is a row to lock). With `record`, an UPDATE first raises the read mark, when the read
+ *   is accepted and the mark is lower: a FOR NO KEY UPDATE lock, which conflicts with the write's and
+ *   with other raising reads, so reads that raise the mark run one after another. Taking the stronger
+ *   lock first means no transaction upgrades a lock it holds: no deadlock with a waiting writer.
+ */
+import type { FenceMarks } from "../rule.js";
+import { quoteLiteral } from "./sql.js";
+
+/** The row's marks as selected by `MARKS_COLUMNS`. */
+export interface MarksRow {
+  token: string | null;
+  read_token: string | null;
+}
+
+export const MARKS_COLUMNS = "token::text AS token, read_token::text AS read_token";
+
+export function marksOf(row: MarksRow | undefined): FenceMarks {
+  return {
+    ...(typeof row?.token === "string" ? { write: BigInt(row.token) } : {}),
+    ...(typeof row?.read_token === "string" ? { read: BigInt(row.read_token) } : {}),
+  };
+}
+
+/**
+ * Opens the scope and upserts the write mark: one result per statement, the guard's last, with one
+ * row when the write is accepted (it then also cleared the read mark) and none when refused.
+ */
+export function writeGuard(open: string, table: string, resource: string, token: bigint): string {
+  const t = token.toString();
+  return (
+    `${open}; INSERT INTO ${table} AS fence (resource, token) VALUES (${quoteLiteral(resource)}, ${t}) ` +
+    "ON CONFLICT (resource) DO UPDATE SET token = excluded.token, read_token = NULL, updated_at = now() " +
+    `WHERE (fence.token IS NULL OR fence.token <= ${t}) AND (fence.read_token IS NULL OR fence.read_token <= ${t}) ` +
+    "RETURNING 1"
+  );
+}
+
+/**
+ * Raises the read mark if asked, and selects the marks, locked: the last result. Not an INSERT first:
+ * ON CONFLICT waits for any transaction that is changing the conflicting row, so reads would wait for
+ * a raising read. Only when the row is missing does readGuardInsert() follow.
+ */
+export function readGuard(table: string, resource: string, token: bigint, record: boolean): string {
+  const t = token.toString();
+  const name = quoteLiteral(resource);
+  const raise = record
+    ? `UPDATE ${table} SET read_token = ${t}, updated_at = now() WHERE resource = ${name} ` +
+      `AND (token IS NULL OR token <= ${t}) AND (read_token IS NULL OR read_token < ${t}); `
+    : "";
+  return `${raise}SELECT ${MARKS_COLUMNS} FROM ${table} WHERE resource = ${name} FOR KEY SHARE`;
+}
+
+/**
+ * For a resource with no row yet: inserts it (an empty row: no write, no read), so that there is a
+ * row to lock, then readGuard(). A concurrent first call on the resource waits for this transaction.
+ */
+export function readGuardInsert(table: string, resource: string, token: bigint, record: boolean): string {
+  const insert = `INSERT INTO ${table} (resource) VALUES (${quoteLiteral(resource)}) ON CONFLICT (resource) DO NOTHING`;
+  return `${insert}; ${readGuard(table, resource, token, record)}`;
+}
