@@ -14,11 +14,14 @@ import { type FencingTokenInput, parseToken } from "./token.js";
  * A lock as @lock/client hands it out, or anything shaped like it: its token, and what the fence
  * checks when present: its key, its mode, and for a semaphore permit its slot.
  */
+/** How a lock holds its key, as @lock/client's `Lock.mode` says. */
+export type LockModeName = "exclusive" | "shared" | "permit";
+
 export interface FencingLock {
   readonly token: FencingTokenInput;
   readonly key?: string;
-  /** "shared" for a reader: such a token cannot fence a write. */
-  readonly mode?: "exclusive" | "shared";
+  /** "shared" for a reader: such a token cannot fence a write. "permit" for a semaphore permit (with its slot). */
+  readonly mode?: LockModeName;
   /** A semaphore permit's slot (0 to permits-1): its token fences only slotResource(key, slot). */
   readonly slot?: number;
 }
@@ -39,11 +42,14 @@ export function grantToken(resource: unknown, grant: unknown, use: FenceUse): bi
   if (typeof grant !== "object" || grant === null) return parseToken(grant);
   const { token, key, mode, slot } = grant as Record<string, unknown>;
   const checked = parseToken(token);
-  if (mode !== undefined && mode !== "exclusive" && mode !== "shared") {
+  if (mode !== undefined && mode !== "exclusive" && mode !== "shared" && mode !== "permit") {
     throw new FenceError(
       "FENCE_BAD_ARGUMENT",
-      `a lock's mode is "exclusive" or "shared", got ${kindOf(mode)}`,
+      `a lock's mode is "exclusive", "shared" or "permit", got ${kindOf(mode)}`,
     );
+  }
+  if (mode === "permit" && slot === undefined) {
+    throw new FenceError("FENCE_BAD_ARGUMENT", 'a permit (mode "permit") must come with its slot');
   }
   if (slot !== undefined) {
     assertSlot(slot, "a permit");

@@ -4,7 +4,7 @@
  */
 import { kindOf } from "./arguments.js";
 import { FenceError } from "./errors.js";
-import type { FencingLock } from "./grant.js";
+import type { FencingLock, LockModeName } from "./grant.js";
 import { assertSlot } from "./slot.js";
 import { parseToken } from "./token.js";
 
@@ -22,7 +22,7 @@ export const FENCING_MODE_HEADER = "fencing-mode";
 export type FencingHeaders = {
   "fencing-token": string;
   "fencing-slot"?: string;
-  "fencing-mode"?: "exclusive" | "shared";
+  "fencing-mode"?: LockModeName;
 };
 
 /**
@@ -68,7 +68,7 @@ export function parseFencingHeader(
 export function parseFencingRequest(
   headers: Readonly<Record<string, string | readonly string[] | undefined>>,
   tokenHeader: string = FENCING_TOKEN_HEADER,
-): { token: bigint; slot?: number; mode?: "exclusive" | "shared" } {
+): { token: bigint; slot?: number; mode?: LockModeName } {
   const token = parseFencingHeader(headers[tokenHeader], tokenHeader);
   const slot = headers[FENCING_SLOT_HEADER];
   const mode = headers[FENCING_MODE_HEADER];
@@ -96,8 +96,11 @@ function parseSlotHeader(value: string): number {
   return slot;
 }
 
-function parseMode(value: unknown, where: string): "exclusive" | "shared" {
-  if (value === "exclusive" || value === "shared") return value;
+function parseMode(value: unknown, where: string): LockModeName {
+  if (value === "exclusive" || value === "shared" || value === "permit") return value;
   const code = where === FENCING_MODE_HEADER ? "FENCE_BAD_TOKEN" : "FENCE_BAD_ARGUMENT";
-  throw new FenceError(code, `${where}: a lock's mode is "exclusive" or "shared", got ${kindOf(value)}`);
+  throw new FenceError(
+    code,
+    `${where}: a lock's mode is "exclusive", "shared" or "permit", got ${kindOf(value)}`,
+  );
 }

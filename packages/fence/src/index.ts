@@ -7,7 +7,13 @@ export {
 } from "./errors.js";
 export { fence, fenceRead } from "./fence.js";
 export { checkFenceInput } from "./fence-input.js";
-export { type FenceUse, type FencingGrant, type FencingLock, grantToken } from "./grant.js";
+export {
+  type FenceUse,
+  type FencingGrant,
+  type FencingLock,
+  grantToken,
+  type LockModeName,
+} from "./grant.js";
 export {
   FENCING_MODE_HEADER,
   FENCING_SLOT_HEADER,

@@ -94,6 +94,17 @@ describe("a lock given as the token", () => {
     expect(grantToken("doc", { token: 12n, mode: "exclusive" }, "write")).toBe(12n);
   });
 
+  it('takes a permit as @lock/client hands it out (mode "permit" with its slot), and no permit without a slot', () => {
+    const permit = { token: 20n, key: "tenant:7", mode: "permit", slot: 2, permits: 5 } as const;
+    expect(grantToken(slotResource("tenant:7", 2), permit, "write")).toBe(20n);
+    expect(() => grantToken("tenant:7", permit, "write")).toThrow(
+      expect.objectContaining({ code: "FENCE_SLOT_MISMATCH" }),
+    );
+    expect(() => grantToken("tenant:7", { token: 20n, key: "tenant:7", mode: "permit" }, "write")).toThrow(
+      expect.objectContaining({ code: "FENCE_BAD_ARGUMENT" }),
+    );
+  });
+
   it("refuses a malformed lock before anything is touched", () => {
     for (const [lock, code] of [
       [{ token: 5 }, "FENCE_BAD_TOKEN"],
