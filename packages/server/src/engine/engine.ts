@@ -205,7 +205,15 @@ export class LockEngine<P> {
    * shared holders and permits, every waiter behind it that can join them). False if it did not.
    */
   release(key: string, token: bigint): boolean {
-    const held = this.#find(key, token);
+    const state = this.#keys.get(key);
+    if (state !== undefined && state.token === token && token !== NO_TOKEN) {
+      // An exclusive holder: the common case, without the lookups a shared holder needs.
+      this.counters.releases += 1;
+      this.#journal?.free(key, token, "release", false);
+      this.#freeExclusive(state);
+      return true;
+    }
+    const held = state?.holders?.get(token);
     if (held === undefined) {
       this.counters.staleReleases += 1;
       return false;
@@ -571,10 +579,22 @@ export class LockEngine<P> {
     session: Session<P> | undefined,
   ): GrantedOutcome | { readonly status: "rejected"; readonly code: "TOO_MANY_KEYS" } {
     if (this.#holders >= this.#limits.maxKeys) return { status: "rejected", code: "TOO_MANY_KEYS" };
-    const state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
+    if (mode.kind !== "exclusive") {
+      const state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
+      this.#keys.add(key, state);
+      this.#index?.added(key);
+      return this.#grantNow(state, mode, leaseMs, id, session);
+    }
+    // The hot path of every lock's life, kept as short as it was before lock modes.
+    const token = this.#tokens.next();
+    const state = new KeyState<P>(key, token, id, session);
     this.#keys.add(key, state);
     this.#index?.added(key);
-    return this.#grantNow(state, mode, leaseMs, id, session);
+    this.#holders += 1;
+    this.#heap.schedule(state, this.#clock.now() + leaseMs);
+    this.counters.grants += 1;
+    this.#journal?.grant(key, token, leaseMs, id, state.deadline);
+    return { status: "granted", token, replayed: false, slot: undefined };
   }
 
   /** A held key takes a new holder beside the others on arrival (nobody queued). */
@@ -661,29 +681,48 @@ export class LockEngine<P> {
    * order, or the key is forgotten if nobody holds or wants it.
    */
   #free(held: HeldRecord<P>): void {
-    const state = held instanceof Holder ? held.state : held;
-    const next = state.head;
-    if (held === state && next !== undefined && next.mode.kind === "exclusive") {
-      // The common hand-off, from one exclusive holder to the next: the key's record is reused.
-      this.#dropWaiter(next);
-      this.#handTo(state, next);
+    if (!(held instanceof Holder)) {
+      this.#freeExclusive(held);
       return;
     }
+    const state = held.state;
     this.#unhold(held);
     this.#grantWaiting(state);
     if (state.holderCount === 0) this.#forget(state);
   }
 
+  /** The exclusive holder of `state` leaves: the key is forgotten, handed to the next, or shared. */
+  #freeExclusive(state: KeyState<P>): void {
+    const next = state.head;
+    if (next === undefined) {
+      this.#heap.remove(state);
+      this.#holders -= 1;
+      this.#keys.delete(state.key);
+      this.#index?.removed(state.key);
+      return;
+    }
+    if (next.mode.kind === "exclusive") {
+      // The common hand-off, from one exclusive holder to the next: the key's record is reused.
+      this.#dropWaiter(next);
+      this.#handTo(state, next);
+      return;
+    }
+    this.#unhold(state);
+    this.#grantWaiting(state);
+  }
+
   /** Grants the queue's head, and the waiters behind it while they can join (phase-fair). */
   #grantWaiting(state: KeyState<P>): void {
-    const granted: Array<[Waiter<P>, HeldRecord<P>]> = [];
+    let granted: Array<[Waiter<P>, HeldRecord<P>]> | undefined;
     for (let head = state.head; head !== undefined; head = state.head) {
       if (!canHoldBeside(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
       this.#dropWaiter(head);
       const held = this.#hold(state, head.mode, this.#tokens.next(), head.id, head.session, -1);
       this.#scheduleGrant(state, held, head);
+      if (granted === undefined) granted = [];
       granted.push([head, held]);
     }
+    if (granted === undefined) return;
     const now = this.#clock.now();
     for (const [waiter, held] of granted)
       this.#events.granted(

@@ -88,13 +88,17 @@ describe("LockEngine listing", () => {
     clock.advance(1_000);
     while (!e.prepareListing(2));
     const first = e.listHeld({ prefix: "job:", after: undefined, limit: 2 });
-    expect(first).toEqual({
-      keys: [
-        { key: "job:a", token: expect.any(BigInt), remainingMs: 4_000, waiters: 1, holder: "10.0.0.1:5000" },
-        { key: "job:b", token: expect.any(BigInt), remainingMs: 4_000, waiters: 0, holder: "10.0.0.1:5000" },
-      ],
-      more: true,
+    const exclusive = (key: string, waiters: number) => ({
+      key,
+      token: expect.any(BigInt),
+      remainingMs: 4_000,
+      waiters,
+      holder: "10.0.0.1:5000",
+      mode: "exclusive",
+      limit: undefined,
+      holders: [{ token: expect.any(BigInt), remainingMs: 4_000, holder: "10.0.0.1:5000", slot: undefined }],
     });
+    expect(first).toEqual({ keys: [exclusive("job:a", 1), exclusive("job:b", 0)], more: true });
     const second = e.listHeld({ prefix: "job:", after: "job:b", limit: 2 });
     expect(second.keys.map((k) => [k.key, k.holder])).toEqual([
       ["job:c", "10.0.0.1:5000"],
