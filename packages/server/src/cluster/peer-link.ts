@@ -22,7 +22,8 @@ export interface PeerLinkOptions extends LinkEvents {
   readonly authToken: string | undefined;
   /** The peer token, proved in the handshake. */
   readonly key: PeerKey;
-  readonly tls: ConnectionOptions | undefined;
+  /** The TLS options of the next dial (they may change between dials: a reload); undefined: TCP. */
+  readonly tls: (() => ConnectionOptions) | undefined;
   /** Delay before redialling a peer that is down. */
   readonly retryMs: number;
   /** A connection whose handshake has not finished by then is dropped and redialled. */
@@ -103,13 +104,14 @@ export class PeerLink implements ClusterLink {
   #dial(): void {
     if (this.#closed) return;
     const { host, port } = splitAddress(this.address);
-    const socket = this.#options.tls
+    const tls = this.#options.tls?.();
+    const socket = tls
       ? connectTls({
-          ...this.#options.tls,
+          ...tls,
           host,
           port,
           // SNI takes names only; a certificate for an IP address is checked against its IP SANs.
-          ...(isIP(host) ? {} : { servername: this.#options.tls.servername ?? host }),
+          ...(isIP(host) ? {} : { servername: tls.servername ?? host }),
         })
       : connectTcp({ host, port });
     this.#socket = socket;
@@ -126,7 +128,7 @@ export class PeerLink implements ClusterLink {
         this.#options.onViolation(this, "no peer handshake within the handshake timeout");
       socket.destroy();
     }, this.#options.handshakeTimeoutMs);
-    socket.once(this.#options.tls ? "secureConnect" : "connect", () => {
+    socket.once(tls ? "secureConnect" : "connect", () => {
       const nonce = PeerKey.nonce();
       const auth = this.#options.authToken;
       state = { step: "hello", nonce, awaitingH: auth !== undefined };
