@@ -47,11 +47,14 @@ export class LockdProcess {
   readonly #ownsDataDir: boolean;
   /** The entry point of the current (or last) run: `restart({ main })` changes it, as an upgrade would. */
   #main: string;
+  /** The extra flags of the current (or last) run: `restart({ args })` changes them (a new --peers). */
+  #args: readonly string[];
 
   private constructor(options: LockdOptions) {
     this.#options = options;
     this.#ownsDataDir = options.dataDir === undefined;
     this.#main = options.main ?? LOCKD_MAIN;
+    this.#args = options.args ?? [];
     this.dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "lockd-test-"));
   }
 
@@ -110,13 +113,15 @@ export class LockdProcess {
 
   /**
    * Starts lockd again on the same port, data directory and flags (after kill or stop); with
-   * `main`, from another build from now on (an upgrade, one node at a time).
+   * `main`, from another build from now on (an upgrade, one node at a time); with `args`, with these
+   * extra flags instead (a membership change: a new --peers).
    */
-  async restart({ main }: { main?: string } = {}): Promise<void> {
+  async restart({ main, args }: { main?: string; args?: readonly string[] } = {}): Promise<void> {
     if (this.#child && this.#child.exitCode === null && this.#child.signalCode === null) {
       throw new Error("lockd is still running");
     }
     if (main !== undefined) this.#main = main;
+    if (args !== undefined) this.#args = args;
     await this.#spawn(this.#ready?.port ?? this.#options.port ?? 0);
   }
 
@@ -198,7 +203,7 @@ export class LockdProcess {
       "--data-dir",
       this.dataDir,
       ...(this.#options.admin ? ["--admin", "127.0.0.1:0"] : []),
-      ...(this.#options.args ?? []),
+      ...this.#args,
     ];
     const child = spawn(process.execPath, args, {
       env: { PATH: process.env.PATH ?? "", ...this.#options.env },
