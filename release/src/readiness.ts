@@ -18,5 +18,9 @@ export async function untilReady(node: LockdProcess, timeoutMs = 30_000): Promis
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  throw new Error(`node ${node.address} not ready within ${timeoutMs} ms: ${last}`);
+  // Its latest warnings and errors say why (a refused link, a peer lost).
+  const warnings = node.logs.filter((entry) => Number(entry.level) >= 40).slice(-5);
+  throw new Error(
+    `node ${node.address} not ready within ${timeoutMs} ms: ${last}; ${JSON.stringify(warnings)}`,
+  );
 }
