@@ -71,6 +71,13 @@ describe("rolling upgrade from the previous release", () => {
     await load.progress(200);
     await load.stop();
 
+    // The upgraded nodes said hello with their protocol version first; lockd 0.1.0 refused it as
+    // malformed (its codec predates the field), and they said it again without.
+    expect(
+      cluster.nodes[0]!.logs.some(
+        (entry) => entry.msg === "peer rejected" && /malformed peer frame/.test(String(entry.reason)),
+      ),
+    ).toBe(true);
     expect(load.failures).toEqual([]);
     expect(load.unorderedTokens()).toEqual([]);
     expect(load.completed).toBeGreaterThanOrEqual(1_400);

@@ -12,6 +12,13 @@ import { SocketWriter } from "@lock/socket-io";
 import { endWithLinger } from "../io/close.js";
 import type { ClusterLink, LinkEvents, LinkFactory } from "./link.js";
 import { PeerKey, type PeerTranscript } from "./peer/peer-auth.js";
+import { PEER_PROTOCOL_VERSION, peerVersionProblem } from "./peer/peer-version.js";
+
+/**
+ * What lockd 0.1.0 answers a versioned `!N` (its codec refuses the extra field): the listener
+ * predates peer protocol versions, and the next dial says hello without one.
+ */
+const UNVERSIONED_LISTENER = /^E \? - PEER_NOT_AUTHENTICATED - malformed peer frame \(/;
 
 export interface PeerLinkOptions extends LinkEvents {
   /** `host:port` to dial: the peer's `--peers` entry. */
@@ -56,6 +63,11 @@ export class PeerLink implements ClusterLink {
   #out = "";
   #flushScheduled = false;
   #closed = false;
+  /**
+   * The peer refused our versioned hello as malformed (lockd 0.1.0): say hello without a version
+   * (protocol 1) until a link made that way closes, since the peer may come back upgraded.
+   */
+  #unversionedHello = false;
   #retry: NodeJS.Timeout | undefined;
 
   constructor(options: PeerLinkOptions) {
@@ -132,10 +144,7 @@ export class PeerLink implements ClusterLink {
       const nonce = PeerKey.nonce();
       const auth = this.#options.authToken;
       state = { step: "hello", nonce, awaitingH: auth !== undefined };
-      writer.write(
-        (auth === undefined ? "" : `H ${auth}\n`) +
-          encodePeer({ peer: "N", node: this.#options.self, nonce }),
-      );
+      writer.write((auth === undefined ? "" : `H ${auth}\n`) + this.#helloLine(nonce));
     });
     socket.on("data", (chunk: Buffer) => {
       for (const line of decoder.push(chunk)) {
@@ -145,7 +154,7 @@ export class PeerLink implements ClusterLink {
           return;
         }
         if (line.startsWith("E ")) {
-          this.#options.onRefused(this, line);
+          this.#refusedWith(line, state);
           socket.destroy();
           return;
         }
@@ -174,9 +183,32 @@ export class PeerLink implements ClusterLink {
         this.#socket = undefined;
         this.#writer = undefined;
       }
-      if (wasConnected) this.#options.onDisconnect(this);
+      if (wasConnected) {
+        this.#unversionedHello = false;
+        this.#options.onDisconnect(this);
+      }
       if (!this.#closed) this.#retry = setTimeout(() => this.#dial(), this.#options.retryMs);
     });
+  }
+
+  /** `!N`: with this release's peer protocol version, unless the peer is lockd 0.1.0 (#unversionedHello). */
+  #helloLine(nonce: string): string {
+    const self = this.#options.self;
+    return encodePeer(
+      this.#unversionedHello
+        ? { peer: "N", node: self, nonce }
+        : { peer: "N", node: self, nonce, version: PEER_PROTOCOL_VERSION },
+    );
+  }
+
+  /** The peer answered with an error (the connection is then dropped and redialled). */
+  #refusedWith(line: string, state: LinkState): void {
+    // An older peer, not a refusal: the next dial says the hello it understands, and nothing is reported.
+    if (state.step === "hello" && !this.#unversionedHello && UNVERSIONED_LISTENER.test(line)) {
+      this.#unversionedHello = true;
+      return;
+    }
+    this.#options.onRefused(this, line);
   }
 
   /** One line from the peer in `state`: moves the handshake on, or passes an ack; else says what is wrong. */
@@ -196,6 +228,8 @@ export class PeerLink implements ClusterLink {
     switch (state.step) {
       case "hello": {
         if (frame.peer !== "C" || state.awaitingH) return `!${frame.peer} where the peer's challenge belongs`;
+        const versionProblem = peerVersionProblem(frame.version);
+        if (versionProblem !== undefined) return versionProblem;
         const transcript: PeerTranscript = {
           dialer: this.#options.self,
           listener: this.address,
