@@ -1,8 +1,13 @@
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import type { ConnectionOptions } from "node:tls";
 import { CliError } from "./errors.js";
 
 export interface AdminRequest {
   readonly token: string | undefined;
   readonly timeoutMs: number;
+  /** For an `https://` admin address: the CA (`--tls-ca-file`) its certificate must chain to. */
+  readonly tls?: ConnectionOptions | undefined;
 }
 
 /** An answer from a lockd admin server: its HTTP status and parsed JSON body. */
@@ -12,48 +17,87 @@ export interface AdminAnswer {
 }
 
 /**
- * GET `path` from the admin server at `address` (plain HTTP, as lockd serves it), with the bearer
- * token when there is one. Rejects with a CliError: NO_SERVER when it cannot be reached or does not
- * answer in time, AUTH_FAILED on 401, REFUSED for a body that is not JSON or an answer that is not
+ * An admin address as given to --admin: `host:port` (HTTP), `http://host:port` or
+ * `https://host:port` (lockd with --admin-tls-cert).
+ */
+export function adminUrl(address: string): URL {
+  return new URL(/^https?:\/\//i.test(address) ? address : `http://${address}`);
+}
+
+/**
+ * GET `path` from the admin server at `address` (HTTP, or HTTPS for an `https://` address), with the
+ * bearer token when there is one. Rejects with a CliError: NO_SERVER when it cannot be reached or does
+ * not answer in time, AUTH_FAILED on 401, REFUSED for a body that is not JSON or an answer that is not
  * HTTP at all (lockd's client port, given where its admin port belongs).
  */
 export async function adminGet(address: string, path: string, request: AdminRequest): Promise<AdminAnswer> {
-  let response: Response;
+  let answer: { status: number; text: string };
   try {
-    response = await fetch(`http://${address}${path}`, {
-      headers: request.token !== undefined ? { authorization: `Bearer ${request.token}` } : {},
-      signal: AbortSignal.timeout(request.timeoutMs),
-    });
+    answer = await get(adminUrl(address), path, request);
   } catch (error) {
-    const cause = (error as Error).cause as NodeJS.ErrnoException | undefined;
-    // Node's HTTP parser refuses what came back (an HTTPParserError: HPE_INVALID_CONSTANT and the
-    // like on Node 22, no code from Node 24 on): something answered, but not in HTTP. Most likely
-    // lockd's client port, which answers `E ? - …` lines.
-    if (cause?.name === "HTTPParserError" || cause?.code?.startsWith("HPE_")) {
+    const failure = error as Error;
+    // A DOMException (the TimeoutError) has a numeric code; Node's errors a string one.
+    const code =
+      typeof (failure as NodeJS.ErrnoException).code === "string"
+        ? (failure as NodeJS.ErrnoException).code
+        : undefined;
+    // Node's HTTP parser refuses what came back (HPE_INVALID_CONSTANT and the like): something
+    // answered, but not in HTTP. Most likely lockd's client port, which answers `E ? - …` lines.
+    if (code?.startsWith("HPE_")) {
       throw new CliError(
         "REFUSED",
-        `${address} does not answer HTTP (${cause.code ?? cause.name}): this looks like lockd's client port (--listen), not its admin port (--admin)`,
+        `${address} does not answer HTTP (${code}): this looks like lockd's client port (--listen), not its admin port (--admin)`,
       );
     }
     const reason =
-      (error as Error).name === "TimeoutError"
+      failure.name === "TimeoutError"
         ? `no answer within ${request.timeoutMs} ms`
-        : (cause?.code ?? cause?.message ?? (error as Error).message);
+        : (code ?? failure.message);
     throw new CliError("NO_SERVER", `admin server ${address}: ${reason}`);
   }
-  const text = await response.text();
-  if (response.status === 401) {
+  if (answer.status === 401) {
     throw new CliError(
       "AUTH_FAILED",
       `admin server ${address} refused the admin token${request.token === undefined ? " (none given: --admin-token-file)" : ""}`,
     );
   }
   try {
-    return { status: response.status, body: JSON.parse(text) };
+    return { status: answer.status, body: JSON.parse(answer.text) };
   } catch {
     throw new CliError(
       "REFUSED",
-      `admin server ${address} answered ${response.status} with a body that is not JSON`,
+      `admin server ${address} answered ${answer.status} with a body that is not JSON`,
     );
   }
+}
+
+/** One GET on a connection of its own, the whole exchange (connect, TLS, body) within the timeout. */
+function get(url: URL, path: string, request: AdminRequest): Promise<{ status: number; text: string }> {
+  const https = url.protocol === "https:";
+  const options = {
+    host: url.hostname.replace(/^\[(.*)\]$/, "$1"),
+    port: url.port === "" ? (https ? 443 : 80) : Number(url.port),
+    path,
+    headers: request.token !== undefined ? { authorization: `Bearer ${request.token}` } : {},
+    agent: false,
+    signal: AbortSignal.timeout(request.timeoutMs),
+    ...(https ? request.tls : {}),
+  };
+  return new Promise((resolve, reject) => {
+    const onResponse = (response: IncomingMessage) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
+      response.on("error", reject);
+    };
+    const outgoing = https ? httpsRequest(options, onResponse) : httpRequest(options, onResponse);
+    outgoing.on("error", (error: Error) => {
+      // An abort by the timeout surfaces as an AbortError whose cause is the TimeoutError.
+      reject(error.name === "AbortError" && error.cause instanceof Error ? error.cause : error);
+    });
+    outgoing.end();
+  });
 }

@@ -137,7 +137,7 @@ export const FLAGS = {
     type: "string",
     env: "LOCK_ADMIN",
     for: ["status", "locks"],
-    help: "comma-separated lockd admin HTTP host:port",
+    help: "comma-separated lockd admin server host:port (https://host:port for HTTPS)",
   },
   "admin-token-file": {
     type: "string",
@@ -324,7 +324,7 @@ function connectionFlags(values: Values, env: NodeJS.ProcessEnv): ConnectionFlag
     flag: "servers" | "admin" | "tls-ca-file" | "tls-cert-file" | "tls-key-file",
   ): string | undefined => values[flag] ?? nonEmpty(env[FLAGS[flag].env]);
   const servers = addressList(setting("servers"), "--servers (LOCK_SERVERS)");
-  const admin = addressList(setting("admin"), "--admin (LOCK_ADMIN)");
+  const admin = addressList(setting("admin"), "--admin (LOCK_ADMIN)", true);
   const tlsCaFile = setting("tls-ca-file");
   const tlsCertFile = setting("tls-cert-file");
   const tlsKeyFile = setting("tls-key-file");
@@ -383,12 +383,16 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value === "" ? undefined : value;
 }
 
-function addressList(text: string | undefined, what: string): string[] {
+/** `host:port` entries; with `schemes`, each may start with `http://` or `https://` (admin servers). */
+function addressList(text: string | undefined, what: string, schemes = false): string[] {
   if (text === undefined) return [];
   const addresses = text.split(",").map((address) => address.trim());
   for (const address of addresses) {
-    if (!isValidAddress(address))
-      throw usageError(`${what}: expected host:port, got ${JSON.stringify(address)}`);
+    const hostPort = schemes ? address.replace(/^https?:\/\//i, "").replace(/\/$/, "") : address;
+    if (!isValidAddress(hostPort))
+      throw usageError(
+        `${what}: expected ${schemes ? "[https://]host:port" : "host:port"}, got ${JSON.stringify(address)}`,
+      );
   }
   return addresses;
 }

@@ -3,8 +3,8 @@ import { EXIT_CODES } from "./exit-codes.js";
 
 const USAGE = {
   run: "lock run KEY [--lease 30s] [--wait 10s | --no-wait] [--kill-after 5s] -- command [args...]",
-  status: "lock status [--json] [--admin host:port,...]",
-  locks: "lock locks --admin host:port,... [--prefix P] [--limit N] [--json]",
+  status: "lock status [--json] [--admin [https://]host:port,...]",
+  locks: "lock locks --admin [https://]host:port,... [--prefix P] [--limit N] [--json]",
 } as const satisfies Record<CommandName, string>;
 
 const ABOUT = {
@@ -54,7 +54,8 @@ export function helpText(command: CommandName | undefined): string {
 
 function valueName(flag: string): string {
   if (flag.endsWith("-file")) return "FILE";
-  if (flag === "servers" || flag === "admin") return "HOST:PORT,...";
+  if (flag === "servers") return "HOST:PORT,...";
+  if (flag === "admin") return "[https://]HOST:PORT,...";
   if (flag === "prefix") return "P";
   if (flag === "limit") return "N";
   if (DURATION_FLAGS.has(flag)) return "DURATION";

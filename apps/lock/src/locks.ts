@@ -72,7 +72,11 @@ async function findActiveAdmin(settings: Settings): Promise<string> {
   if (settings.admin.length === 1) return settings.admin[0]!;
   const answers = await Promise.all(
     settings.admin.map((address) =>
-      adminGet(address, "/status", { token: settings.adminToken, timeoutMs: settings.timeoutMs }).then(
+      adminGet(address, "/status", {
+        token: settings.adminToken,
+        timeoutMs: settings.timeoutMs,
+        tls: settings.tls,
+      }).then(
         (answer) => ({ address, role: (answer.body as { role?: unknown }).role }),
         (error: CliError) => ({ address, error }),
       ),
@@ -87,7 +91,11 @@ async function findActiveAdmin(settings: Settings): Promise<string> {
 }
 
 async function fetchPage(address: string, path: string, settings: Settings): Promise<LocksPage> {
-  const answer = await adminGet(address, path, { token: settings.adminToken, timeoutMs: settings.timeoutMs });
+  const answer = await adminGet(address, path, {
+    token: settings.adminToken,
+    timeoutMs: settings.timeoutMs,
+    tls: settings.tls,
+  });
   const body = answer.body as Partial<LocksPage> & { code?: unknown; error?: unknown; message?: unknown };
   if (answer.status !== 200) {
     const code = typeof body.code === "string" ? ` ${body.code}` : "";

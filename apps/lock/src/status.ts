@@ -64,6 +64,7 @@ async function fetchStatus(address: string, settings: Settings): Promise<{ statu
   const answer = await adminGet(address, "/status", {
     token: settings.adminToken,
     timeoutMs: settings.timeoutMs,
+    tls: settings.tls,
   });
   if (answer.status !== 200)
     throw new CliError("REFUSED", `admin server ${address} answered ${answer.status}`);

@@ -8,6 +8,7 @@ import type { LockdMetrics } from "./metrics.js";
 import { readiness } from "./readiness.js";
 import type { StatusHistory } from "./status-history.js";
 import { registerStatusPage, STATUS_PAGE_PATHS } from "./status-page.js";
+import type { KeyPair } from "./tls-files.js";
 
 /** Keys listed under "most contended" in /status. */
 const CONTENDED_SHOWN = 10;
@@ -113,8 +114,10 @@ const PUBLIC_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", ...STA
  * live status page. Read-only. With an admin token, only the probes and the page's files answer
  * without it: a load balancer's checks need no secret, and the page asks for the token itself.
  */
-export async function buildAdmin(deps: AdminDeps): Promise<FastifyInstance> {
-  const app = Fastify({ logger: false });
+export async function buildAdmin(deps: AdminDeps, https?: KeyPair): Promise<FastifyInstance> {
+  // Over HTTPS the server is an https.Server; the routes and hooks are the same, and lockd reaches
+  // the server itself only to swap its certificate (tls-reload.ts).
+  const app = (https ? Fastify({ logger: false, https }) : Fastify({ logger: false })) as FastifyInstance;
   if (deps.adminToken !== undefined) requireBearer(app, new SecretChecker(deps.adminToken));
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (_request, reply) => {
@@ -133,8 +136,13 @@ export async function buildAdmin(deps: AdminDeps): Promise<FastifyInstance> {
   return app;
 }
 
-export async function startAdmin(listen: HostPort, deps: AdminDeps): Promise<FastifyInstance> {
-  const app = await buildAdmin(deps);
+/** Starts the admin server on `listen`: HTTPS with `https` (a certificate and its key), else HTTP. */
+export async function startAdmin(
+  listen: HostPort,
+  deps: AdminDeps,
+  https?: KeyPair,
+): Promise<FastifyInstance> {
+  const app = await buildAdmin(deps, https);
   await app.listen({ host: listen.host, port: listen.port });
   return app;
 }

@@ -60,12 +60,20 @@ export const FLAGS = {
     env: "LOCKD_PEER_TOKEN_FILE",
     help: "file holding the cluster's peer token, needed with --peers; not the auth token (or set LOCKD_PEER_TOKEN)",
   },
-  "tls-cert": { env: "LOCKD_TLS_CERT", help: "PEM certificate file; with --tls-key, serve TLS" },
+  "tls-cert": {
+    env: "LOCKD_TLS_CERT",
+    help: "PEM certificate file; with --tls-key, serve TLS (SIGHUP reads the TLS files again)",
+  },
   "tls-key": { env: "LOCKD_TLS_KEY", help: "PEM private key file" },
   "tls-ca": {
     env: "LOCKD_TLS_CA",
     help: "PEM CA file that peers' certificates must chain to (default: system CAs)",
   },
+  "admin-tls-cert": {
+    env: "LOCKD_ADMIN_TLS_CERT",
+    help: "PEM certificate file; with --admin-tls-key, the admin server serves HTTPS (may be the --tls-cert file)",
+  },
+  "admin-tls-key": { env: "LOCKD_ADMIN_TLS_KEY", help: "PEM private key file for --admin-tls-cert" },
   "log-level": {
     env: "LOCKD_LOG_LEVEL",
     default: "info",

@@ -4,7 +4,8 @@ import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
 import { FLAGS, type FlagName, LINE_ROOM_AROUND_KEY, LOG_LEVELS } from "./config-flags.js";
 import { ConfigSources, parseCommandLine } from "./config-sources.js";
-import { readSecret, readSecretFile, type Setting, secretFromEnv } from "./secrets.js";
+import { readSecret, type Setting, secretFromEnv } from "./secrets.js";
+import { type KeyPair, readTlsMaterial, type TlsPaths } from "./tls-files.js";
 
 export { usage } from "./config-flags.js";
 
@@ -26,9 +27,13 @@ export interface LockdConfig {
   readonly peerToken: string | undefined;
   /** With it, the admin server asks for `Authorization: Bearer <adminToken>` (all but /healthz). */
   readonly adminToken: string | undefined;
-  readonly tls: { cert: Buffer; key: Buffer } | undefined;
+  readonly tls: KeyPair | undefined;
   /** CA certificates that peers' certificates must chain to (cluster links over TLS). */
   readonly tlsCa: Buffer | undefined;
+  /** With it, the admin server serves HTTPS. */
+  readonly adminTls: KeyPair | undefined;
+  /** Where the TLS files are: SIGHUP reads them again. */
+  readonly tlsPaths: TlsPaths;
   readonly insecure: boolean;
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
@@ -145,19 +150,17 @@ function refuseExposure(addresses: Addresses, secrets: Secrets, insecure: boolea
   }
 }
 
-/** --tls-cert with --tls-key, and --tls-ca. */
-function parseTls(sources: ConfigSources): Pick<LockdConfig, "tls" | "tlsCa"> {
-  const certPath = sources.get("tls-cert");
-  const keyPath = sources.get("tls-key");
-  if ((certPath === undefined) !== (keyPath === undefined))
-    throw new ConfigError("--tls-cert and --tls-key go together");
-  const tls =
-    certPath && keyPath
-      ? { cert: readSecretFile(certPath, sources.readFile), key: readSecretFile(keyPath, sources.readFile) }
-      : undefined;
-  const caPath = sources.get("tls-ca");
-  const tlsCa = caPath === undefined ? undefined : readSecretFile(caPath, sources.readFile);
-  return { tls, tlsCa };
+/** --tls-cert with --tls-key, --tls-ca, and --admin-tls-cert with --admin-tls-key. */
+function parseTls(sources: ConfigSources): Pick<LockdConfig, "tls" | "tlsCa" | "adminTls" | "tlsPaths"> {
+  const tlsPaths: TlsPaths = {
+    cert: sources.setting("tls-cert"),
+    key: sources.setting("tls-key"),
+    ca: sources.setting("tls-ca"),
+    adminCert: sources.setting("admin-tls-cert"),
+    adminKey: sources.setting("admin-tls-key"),
+  };
+  const material = readTlsMaterial(tlsPaths, sources.readFile);
+  return { tls: material.served, tlsCa: material.ca, adminTls: material.admin, tlsPaths };
 }
 
 /** The server limits that are set (the rest keep their defaults). */

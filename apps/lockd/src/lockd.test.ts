@@ -84,14 +84,14 @@ describe("lockd process", () => {
     expect(await exit).toEqual({ code: 0, signal: null });
   });
 
-  it("ignores SIGHUP (nothing to reload): logs it, keeps serving and holding its locks", async () => {
+  it("SIGHUP without TLS files (nothing to reload): logs it, keeps serving and holding its locks", async () => {
     const lockd = await start();
     using c = await LineClient.connect(lockd.port);
     const token = tokenOf(await c.request("A k 30 0"));
     const since = lockd.logs.length;
     process.kill(lockd.pid!, "SIGHUP");
     expect(
-      await lockd.waitForLog((entry) => String(entry.msg).startsWith("SIGHUP ignored"), { since }),
+      await lockd.waitForLog((entry) => String(entry.msg).startsWith("SIGHUP: no TLS files"), { since }),
     ).toMatchObject({
       level: 40,
       signal: "SIGHUP",

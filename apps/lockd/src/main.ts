@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Server as TlsServer } from "node:tls";
 import { EpochStoreError, LockServer, type LockServerOptions } from "@lock/server";
 import { useFastIo } from "@lock/socket-io";
 import { pino } from "pino";
-import { ConfigError } from "./address.js";
+import { ConfigError, isLoopback } from "./address.js";
 import { startAdmin } from "./admin.js";
 import { AuthFailureLog } from "./auth-failure-log.js";
 import { ClusterLog } from "./cluster-log.js";
@@ -13,6 +14,7 @@ import { checkDataDir } from "./data-dir.js";
 import { epochAheadLog, epochAheadStatus } from "./epoch-ahead.js";
 import { LockdMetrics } from "./metrics.js";
 import { StatusHistory } from "./status-history.js";
+import { reloadTls } from "./tls-reload.js";
 
 const version: string = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version;
 
@@ -41,9 +43,7 @@ async function main(): Promise<void> {
   if (config.fastIo && !directWrites) {
     log.warn("--fast-io: this Node lacks the internals for direct writes; writes use the socket streams");
   }
-  if (config.peers && config.peerToken === undefined) {
-    log.warn("no peer token (--insecure): anyone who reaches the client port can join this cluster");
-  }
+  warnOfWeakSpots(log, config);
   const events = clusterEvents(log, metrics, clusterLog, warnIfEpochAhead);
   const started = await LockServer.start(serverOptions(config, metrics, events));
   server = started;
@@ -52,22 +52,36 @@ async function main(): Promise<void> {
   const history = statusHistory(started);
   const stopHistory = history.start();
   const admin = config.admin
-    ? await startAdmin(config.admin, {
-        server: started,
-        metrics,
-        history,
-        clusterLog,
-        version,
-        adminToken: config.adminToken,
-      })
+    ? await startAdmin(
+        config.admin,
+        {
+          server: started,
+          metrics,
+          history,
+          clusterLog,
+          version,
+          adminToken: config.adminToken,
+        },
+        config.adminTls,
+      )
     : undefined;
 
   // Signals are handled before "ready" is announced: whoever waits for it may stop us at once.
-  handleSignals(log, async () => {
-    stopHistory();
-    await Promise.all([started.close(config.shutdownGraceMs), admin?.close()]);
-    authFailures.flush();
-  });
+  handleSignals(
+    log,
+    async () => {
+      stopHistory();
+      await Promise.all([started.close(config.shutdownGraceMs), admin?.close()]);
+      authFailures.flush();
+    },
+    () =>
+      reloadTls(
+        config.tlsPaths,
+        (path) => readFileSync(path),
+        { server: started, admin: config.adminTls ? (admin?.server as unknown as TlsServer) : undefined },
+        log,
+      ),
+  );
   const adminAddress = admin?.server.address();
   logReady(log, config, started, {
     adminPort: typeof adminAddress === "object" && adminAddress ? adminAddress.port : null,
@@ -95,6 +109,19 @@ function readConfig(): LockdConfig | undefined {
     return undefined;
   }
   return parsed.config;
+}
+
+/** What --insecure, or a missing certificate, leaves open: said at every start. */
+function warnOfWeakSpots(log: Log, config: LockdConfig): void {
+  if (config.peers && config.peerToken === undefined) {
+    log.warn("no peer token (--insecure): anyone who reaches the client port can join this cluster");
+  }
+  if (config.admin && config.adminToken !== undefined && !config.adminTls && !isLoopback(config.admin.host)) {
+    log.warn(
+      { admin: `${config.admin.host}:${config.admin.port}` },
+      "the admin server speaks plain HTTP: its admin token crosses the network in clear; set --admin-tls-cert and --admin-tls-key to serve HTTPS",
+    );
+  }
 }
 
 function openLog(config: LockdConfig): Log {
@@ -205,8 +232,8 @@ function statusHistory(server: LockServer): StatusHistory {
   });
 }
 
-/** SIGINT and SIGTERM stop gracefully (a second one exits at once); SIGHUP is only logged. */
-function handleSignals(log: Log, close: () => Promise<void>): void {
+/** SIGINT and SIGTERM stop gracefully (a second one exits at once); SIGHUP reloads the TLS files. */
+function handleSignals(log: Log, close: () => Promise<void>, reload: () => void): void {
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -222,14 +249,9 @@ function handleSignals(log: Log, close: () => Promise<void>): void {
   process.on("SIGINT", stop);
   process.on("SIGTERM", stop);
   // Node's default for SIGHUP is to die at once: no graceful stop, no handoff, every lock dropped.
-  // lockd has no configuration to reload, and a reload habit (`systemctl reload`, `kill -HUP`) must
-  // not stop a lock service, so it only says so.
-  process.on("SIGHUP", (signal) =>
-    log.warn(
-      { signal },
-      "SIGHUP ignored: lockd has no configuration to reload (restart it to change a flag; SIGTERM stops it)",
-    ),
-  );
+  // A reload habit (`systemctl reload`, `kill -HUP`) must never stop a lock service: SIGHUP only
+  // reads the TLS files again (tls-reload.ts), which is all lockd can change without a restart.
+  process.on("SIGHUP", reload);
 }
 
 function logReady(

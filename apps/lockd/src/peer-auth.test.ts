@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LockdCluster, LockdProcess, runLockdToExit, TEST_PEER_TOKEN } from "@lock/testkit";
+import { LineClient, LockdCluster, LockdProcess, runLockdToExit, TEST_PEER_TOKEN } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 
 /** lockd's peer token: required with --peers, and a node holding another one is refused and logged. */
@@ -77,6 +77,26 @@ describe("lockd peer token", () => {
     expect(first.logs.some((entry) => entry.msg === "following active" && entry.active !== null)).toBe(false);
     expect(second.logs.some((entry) => entry.msg === "following active" && entry.active !== null)).toBe(
       false,
+    );
+  });
+
+  it("refuses a peer whose protocol version is outside its window: PEER_VERSION_UNSUPPORTED, and a log line saying so", async () => {
+    const lockd = await LockdProcess.start({
+      args: ["--peers", "127.0.0.1:1,127.0.0.1:2", "--advertise", "127.0.0.1:2"],
+      env: { LOCKD_PEER_TOKEN: TEST_PEER_TOKEN },
+    });
+    running.push(lockd);
+    using peer = await LineClient.connect(lockd.port);
+    // Version 0 is older than any window: what a release outside the window looks like.
+    const reply = await peer.request(`!N 127.0.0.1:1 ${"a".repeat(64)} 0`);
+    expect(reply).toMatch(
+      /^E \? - PEER_VERSION_UNSUPPORTED - the peer speaks peer protocol 0, older than this node's window \(1 to \d+\)/,
+    );
+    await peer.closed;
+    const rejected = await lockd.waitForLog((entry) => entry.msg === "peer rejected", { since: 0 });
+    expect(rejected).toMatchObject({ level: 40, node: "127.0.0.1:1" });
+    expect(String(rejected.reason)).toMatch(
+      /^the peer speaks peer protocol 0, older than this node's window/,
     );
   });
 });

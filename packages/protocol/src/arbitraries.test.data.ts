@@ -121,8 +121,8 @@ export const reply = fc.oneof(
 export const peerHex = fc.stringMatching(/^[0-9a-f]{64}$/);
 
 export const peerFrame = fc.oneof(
-  record({ peer: fc.constant("N"), node: address, nonce: peerHex }),
-  record({ peer: fc.constant("C"), nonce: peerHex }),
+  record({ peer: fc.constant("N"), node: address, nonce: peerHex, version: fc.nat() }, ["version"]),
+  record({ peer: fc.constant("C"), nonce: peerHex, version: fc.nat() }, ["version"]),
   record({ peer: fc.constant("V"), proof: peerHex }),
   record({ peer: fc.constant("J"), node: address, role, epoch, highest: epoch }),
   record({ peer: fc.constant("B"), node: address, role, epoch, active: address, highest: epoch }, ["active"]),

@@ -98,9 +98,9 @@ export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMIT
 export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LIMITS): string {
   switch (frame.peer) {
     case "N":
-      return `!N ${addressText(frame.node)} ${peerHexText(frame.nonce, "nonce")}\n`;
+      return `!N ${addressText(frame.node)} ${peerHexText(frame.nonce, "nonce")}${versionSuffix(frame.version)}\n`;
     case "C":
-      return `!C ${peerHexText(frame.nonce, "nonce")}\n`;
+      return `!C ${peerHexText(frame.nonce, "nonce")}${versionSuffix(frame.version)}\n`;
     case "V":
       return `!V ${peerHexText(frame.proof, "proof")}\n`;
     case "J": {
@@ -205,4 +205,12 @@ function unknownKind(what: string, value: never): never {
   throw new TypeError(
     `unknown ${what}: ${JSON.stringify(value, (_, v) => (typeof v === "bigint" ? `${v}` : v))}`,
   );
+}
+
+/** ` <version>` for a peer hello or challenge that carries one (a non-negative safe integer). */
+function versionSuffix(version: number | undefined): string {
+  if (version === undefined) return "";
+  if (!Number.isSafeInteger(version) || version < 0)
+    throw new TypeError(`bad peer protocol version ${version}`);
+  return ` ${version}`;
 }

@@ -125,6 +125,11 @@ export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
   { line: "I", value: { op: "I" } },
   { line: `!N 10.0.0.5:7420 ${HEX_A}`, value: { peer: "N", node: "10.0.0.5:7420", nonce: HEX_A } },
   { line: `!C ${HEX_B}`, value: { peer: "C", nonce: HEX_B } },
+  {
+    line: `!N 10.0.0.5:7420 ${HEX_A} 2`,
+    value: { peer: "N", node: "10.0.0.5:7420", nonce: HEX_A, version: 2 },
+  },
+  { line: `!C ${HEX_B} 2`, value: { peer: "C", nonce: HEX_B, version: 2 } },
   { line: `!V ${HEX_A}`, value: { peer: "V", proof: HEX_A } },
   {
     line: "!J 10.0.0.5:7420 active 1 9",
@@ -429,7 +434,10 @@ export const BAD_REQUESTS: readonly BadLine[] = [
   { line: `!N 10.0.0.5:7420 ${HEX_A.toUpperCase()}`, code: "BAD_ARGUMENT" },
   { line: `!N 10.0.0.5:7420`, code: "BAD_SYNTAX" },
   { line: `!C ${HEX_A}0`, code: "BAD_ARGUMENT" },
-  { line: `!C ${HEX_A} ${HEX_B}`, code: "BAD_SYNTAX" },
+  { line: `!C ${HEX_A} ${HEX_B}`, code: "BAD_ARGUMENT" },
+  { line: `!C ${HEX_A} 2 3`, code: "BAD_SYNTAX" },
+  { line: `!N 10.0.0.5:7420 ${HEX_A} 02`, code: "BAD_ARGUMENT" },
+  { line: `!N 10.0.0.5:7420 ${HEX_A} 2 3`, code: "BAD_SYNTAX" },
   { line: `!V ${"g".repeat(64)}`, code: "BAD_ARGUMENT" },
   { line: "!V", code: "BAD_SYNTAX" },
 ];

@@ -273,6 +273,8 @@ export const ERROR_CODES = {
     "the peer handshake failed (wrong peer token, or a node not in the peers list); the connection is closed",
   PEER_PROTOCOL_ERROR:
     "a malformed, out-of-range or out-of-place frame on a peer link; nothing of it was applied, the link is closed",
+  PEER_VERSION_UNSUPPORTED:
+    "the peer's protocol version is outside this node's compatibility window (upgrade one release at a time); the connection is closed",
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -291,4 +293,5 @@ export const FATAL_CODES: ReadonlySet<ErrorCode> = new Set([
   "PEER_NOT_AUTHENTICATED",
   "PEER_AUTH_FAILED",
   "PEER_PROTOCOL_ERROR",
+  "PEER_VERSION_UNSUPPORTED",
 ]);

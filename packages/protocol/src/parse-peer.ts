@@ -5,7 +5,9 @@ import type { ProtocolLimits } from "./limits.js";
 import type {
   HeartbeatFrame,
   NodeRole,
+  PeerChallengeFrame,
   PeerFrame,
+  PeerHelloFrame,
   ReplicatedGrantFrame,
   ReplicatedSharedGrantFrame,
   SharedHold,
@@ -36,6 +38,13 @@ function isActiveField(text: string): boolean {
   return text === "-" || isValidAddress(text);
 }
 
+/** Adds the optional peer protocol version in field `index` (`!N`, `!C`), when the line has one. */
+function withVersion<T extends { readonly version?: number }>(frame: T, r: FieldReader, index: number): T {
+  if (r.fields.length > index)
+    (frame as { version?: number }).version = r.integer(index, "the protocol version");
+  return frame;
+}
+
 // Each case reads its fields left to right (object literals evaluate in order), so the first bad
 // field is the one reported.
 
@@ -49,17 +58,29 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
   switch (verb) {
     case "!N":
       return (
-        r.expect(3, 3, "!N <node> <nonce>") ??
-        r.result({
-          peer: "N",
-          node: r.argument(1, isValidAddress, "the node address"),
-          nonce: r.argument(2, isValidPeerHex, "the nonce (64 lowercase hex digits)"),
-        })
+        r.expect(3, 4, "!N <node> <nonce> [<version>]") ??
+        r.result(
+          withVersion<PeerHelloFrame>(
+            {
+              peer: "N",
+              node: r.argument(1, isValidAddress, "the node address"),
+              nonce: r.argument(2, isValidPeerHex, "the nonce (64 lowercase hex digits)"),
+            },
+            r,
+            3,
+          ),
+        )
       );
     case "!C":
       return (
-        r.expect(2, 2, "!C <nonce>") ??
-        r.result({ peer: "C", nonce: r.argument(1, isValidPeerHex, "the nonce (64 lowercase hex digits)") })
+        r.expect(2, 3, "!C <nonce> [<version>]") ??
+        r.result(
+          withVersion<PeerChallengeFrame>(
+            { peer: "C", nonce: r.argument(1, isValidPeerHex, "the nonce (64 lowercase hex digits)") },
+            r,
+            2,
+          ),
+        )
       );
     case "!V":
       return (

@@ -39,12 +39,16 @@ export interface PeerHelloFrame {
   readonly node: string;
   /** 32 random bytes, 64 lowercase hex digits. */
   readonly nonce: string;
+  /** The dialling node's peer protocol version; absent from lockd 0.1.0, which speaks version 1. */
+  readonly version?: number;
 }
 
 /** `!C`: the listening node's challenge: its own nonce (64 lowercase hex digits). */
 export interface PeerChallengeFrame {
   readonly peer: "C";
   readonly nonce: string;
+  /** The listening node's peer protocol version: sent only to a hello that carried one. */
+  readonly version?: number;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { connect, type Socket } from "node:net";
+import { type ConnectionOptions, connect as connectTls, type TLSSocket } from "node:tls";
 
 /**
  * A raw protocol client for tests: writes lines as given and reads reply lines one by one, so a
@@ -29,6 +30,18 @@ export class LineClient {
     return new Promise((resolve, reject) => {
       const socket = connect({ port, host });
       socket.once("connect", () => resolve(new LineClient(socket)));
+      socket.once("error", reject);
+    });
+  }
+
+  /**
+   * Connects over TLS (`options` as for `tls.connect`: `ca`, `servername`…); the certificate the
+   * server presented is `(client.socket as TLSSocket).getPeerCertificate()`.
+   */
+  static connectTls(port: number, options: ConnectionOptions, host = "127.0.0.1"): Promise<LineClient> {
+    return new Promise((resolve, reject) => {
+      const socket: TLSSocket = connectTls({ ...options, port, host });
+      socket.once("secureConnect", () => resolve(new LineClient(socket)));
       socket.once("error", reject);
     });
   }

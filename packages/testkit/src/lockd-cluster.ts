@@ -14,6 +14,8 @@ export interface LockdClusterOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Environment for one node, on top of `env` (e.g. a different auth or peer token). */
   readonly nodeEnv?: (index: number) => Readonly<Record<string, string>>;
+  /** The lockd entry point every node starts from (another build); default LOCKD_MAIN. */
+  readonly main?: string;
 }
 
 /**
@@ -49,6 +51,7 @@ export class LockdCluster {
             ...(options.args ?? []),
           ],
           env: { LOCKD_PEER_TOKEN: TEST_PEER_TOKEN, ...options.env, ...options.nodeEnv?.(index) },
+          ...(options.main !== undefined ? { main: options.main } : {}),
         }),
       );
       cluster.nodes.push(...(await Promise.all(started)));
@@ -99,9 +102,9 @@ export class LockdCluster {
     for (const proxy of this.proxies) proxy.heal();
   }
 
-  /** Restarts node i on its port and data directory, behind the same proxy. */
-  async restart(i: number): Promise<void> {
-    await this.nodes[i]!.restart();
+  /** Restarts node i on its port and data directory, behind the same proxy; `main`: from another build. */
+  async restart(i: number, options?: { main?: string }): Promise<void> {
+    await this.nodes[i]!.restart(options);
     this.proxies[i]!.retarget(this.nodes[i]!.port);
   }
 

@@ -16,6 +16,8 @@ export interface LockdOptions {
   readonly port?: number;
   /** Serve the admin HTTP server on a free port. */
   readonly admin?: boolean;
+  /** The lockd entry point to run: another build (an upgrade test's previous release); default LOCKD_MAIN. */
+  readonly main?: string;
 }
 
 /** What lockd logs once it serves: its bound ports and epoch. */
@@ -43,10 +45,16 @@ export class LockdProcess {
   #exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }> | undefined;
   readonly #options: LockdOptions;
   readonly #ownsDataDir: boolean;
+  /** The entry point of the current (or last) run: `restart({ main })` changes it, as an upgrade would. */
+  #main: string;
+  /** The extra flags of the current (or last) run: `restart({ args })` changes them (a new --peers). */
+  #args: readonly string[];
 
   private constructor(options: LockdOptions) {
     this.#options = options;
     this.#ownsDataDir = options.dataDir === undefined;
+    this.#main = options.main ?? LOCKD_MAIN;
+    this.#args = options.args ?? [];
     this.dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "lockd-test-"));
   }
 
@@ -103,11 +111,17 @@ export class LockdProcess {
     this.#child?.kill("SIGCONT");
   }
 
-  /** Starts lockd again on the same port and data directory (after kill or stop). */
-  async restart(): Promise<void> {
+  /**
+   * Starts lockd again on the same port, data directory and flags (after kill or stop); with
+   * `main`, from another build from now on (an upgrade, one node at a time); with `args`, with these
+   * extra flags instead (a membership change: a new --peers).
+   */
+  async restart({ main, args }: { main?: string; args?: readonly string[] } = {}): Promise<void> {
     if (this.#child && this.#child.exitCode === null && this.#child.signalCode === null) {
       throw new Error("lockd is still running");
     }
+    if (main !== undefined) this.#main = main;
+    if (args !== undefined) this.#args = args;
     await this.#spawn(this.#ready?.port ?? this.#options.port ?? 0);
   }
 
@@ -183,13 +197,13 @@ export class LockdProcess {
 
   async #spawn(port: number): Promise<void> {
     const args = [
-      LOCKD_MAIN,
+      this.#main,
       "--listen",
       `127.0.0.1:${port}`,
       "--data-dir",
       this.dataDir,
       ...(this.#options.admin ? ["--admin", "127.0.0.1:0"] : []),
-      ...(this.#options.args ?? []),
+      ...this.#args,
     ];
     const child = spawn(process.execPath, args, {
       env: { PATH: process.env.PATH ?? "", ...this.#options.env },

@@ -12,6 +12,13 @@ import { SocketWriter } from "@lock/socket-io";
 import { endWithLinger } from "../io/close.js";
 import type { ClusterLink, LinkEvents, LinkFactory } from "./link.js";
 import { PeerKey, type PeerTranscript } from "./peer/peer-auth.js";
+import { PEER_PROTOCOL_VERSION, peerVersionProblem } from "./peer/peer-version.js";
+
+/**
+ * What lockd 0.1.0 answers a versioned `!N` (its codec refuses the extra field): the listener
+ * predates peer protocol versions, and the next dial says hello without one.
+ */
+const UNVERSIONED_LISTENER = /^E \? - PEER_NOT_AUTHENTICATED - malformed peer frame \(/;
 
 export interface PeerLinkOptions extends LinkEvents {
   /** `host:port` to dial: the peer's `--peers` entry. */
@@ -22,7 +29,8 @@ export interface PeerLinkOptions extends LinkEvents {
   readonly authToken: string | undefined;
   /** The peer token, proved in the handshake. */
   readonly key: PeerKey;
-  readonly tls: ConnectionOptions | undefined;
+  /** The TLS options of the next dial (they may change between dials: a reload); undefined: TCP. */
+  readonly tls: (() => ConnectionOptions) | undefined;
   /** Delay before redialling a peer that is down. */
   readonly retryMs: number;
   /** A connection whose handshake has not finished by then is dropped and redialled. */
@@ -55,6 +63,11 @@ export class PeerLink implements ClusterLink {
   #out = "";
   #flushScheduled = false;
   #closed = false;
+  /**
+   * The peer refused our versioned hello as malformed (lockd 0.1.0): say hello without a version
+   * (protocol 1) until a link made that way closes, since the peer may come back upgraded.
+   */
+  #unversionedHello = false;
   #retry: NodeJS.Timeout | undefined;
 
   constructor(options: PeerLinkOptions) {
@@ -103,13 +116,14 @@ export class PeerLink implements ClusterLink {
   #dial(): void {
     if (this.#closed) return;
     const { host, port } = splitAddress(this.address);
-    const socket = this.#options.tls
+    const tls = this.#options.tls?.();
+    const socket = tls
       ? connectTls({
-          ...this.#options.tls,
+          ...tls,
           host,
           port,
           // SNI takes names only; a certificate for an IP address is checked against its IP SANs.
-          ...(isIP(host) ? {} : { servername: this.#options.tls.servername ?? host }),
+          ...(isIP(host) ? {} : { servername: tls.servername ?? host }),
         })
       : connectTcp({ host, port });
     this.#socket = socket;
@@ -126,14 +140,11 @@ export class PeerLink implements ClusterLink {
         this.#options.onViolation(this, "no peer handshake within the handshake timeout");
       socket.destroy();
     }, this.#options.handshakeTimeoutMs);
-    socket.once(this.#options.tls ? "secureConnect" : "connect", () => {
+    socket.once(tls ? "secureConnect" : "connect", () => {
       const nonce = PeerKey.nonce();
       const auth = this.#options.authToken;
       state = { step: "hello", nonce, awaitingH: auth !== undefined };
-      writer.write(
-        (auth === undefined ? "" : `H ${auth}\n`) +
-          encodePeer({ peer: "N", node: this.#options.self, nonce }),
-      );
+      writer.write((auth === undefined ? "" : `H ${auth}\n`) + this.#helloLine(nonce));
     });
     socket.on("data", (chunk: Buffer) => {
       for (const line of decoder.push(chunk)) {
@@ -143,7 +154,7 @@ export class PeerLink implements ClusterLink {
           return;
         }
         if (line.startsWith("E ")) {
-          this.#options.onRefused(this, line);
+          this.#refusedWith(line, state);
           socket.destroy();
           return;
         }
@@ -172,9 +183,32 @@ export class PeerLink implements ClusterLink {
         this.#socket = undefined;
         this.#writer = undefined;
       }
-      if (wasConnected) this.#options.onDisconnect(this);
+      if (wasConnected) {
+        this.#unversionedHello = false;
+        this.#options.onDisconnect(this);
+      }
       if (!this.#closed) this.#retry = setTimeout(() => this.#dial(), this.#options.retryMs);
     });
+  }
+
+  /** `!N`: with this release's peer protocol version, unless the peer is lockd 0.1.0 (#unversionedHello). */
+  #helloLine(nonce: string): string {
+    const self = this.#options.self;
+    return encodePeer(
+      this.#unversionedHello
+        ? { peer: "N", node: self, nonce }
+        : { peer: "N", node: self, nonce, version: PEER_PROTOCOL_VERSION },
+    );
+  }
+
+  /** The peer answered with an error (the connection is then dropped and redialled). */
+  #refusedWith(line: string, state: LinkState): void {
+    // An older peer, not a refusal: the next dial says the hello it understands, and nothing is reported.
+    if (state.step === "hello" && !this.#unversionedHello && UNVERSIONED_LISTENER.test(line)) {
+      this.#unversionedHello = true;
+      return;
+    }
+    this.#options.onRefused(this, line);
   }
 
   /** One line from the peer in `state`: moves the handshake on, or passes an ack; else says what is wrong. */
@@ -194,6 +228,8 @@ export class PeerLink implements ClusterLink {
     switch (state.step) {
       case "hello": {
         if (frame.peer !== "C" || state.awaitingH) return `!${frame.peer} where the peer's challenge belongs`;
+        const versionProblem = peerVersionProblem(frame.version);
+        if (versionProblem !== undefined) return versionProblem;
         const transcript: PeerTranscript = {
           dialer: this.#options.self,
           listener: this.address,

@@ -15,7 +15,7 @@ import {
   type RequestOp,
 } from "@lock/protocol";
 import type { Cluster } from "../cluster/cluster.js";
-import type { ListenerHandshake } from "../cluster/peer/peer-auth.js";
+import type { ListenerHandshake, ListenerRefusal } from "../cluster/peer/peer-auth.js";
 import { PeerSession } from "../cluster/peer-session.js";
 import { endWithLinger } from "../io/close.js";
 import { LockVerbs, type VerbContext } from "../session/lock-verbs.js";
@@ -342,7 +342,7 @@ export class ClientConnection {
    * Refuses a connection that is not an authenticated peer link: reported (rate-limited) and
    * closed. A failed proof is answered only after the auth failure delay, like a wrong `H`.
    */
-  #refusePeer(code: "PEER_NOT_AUTHENTICATED" | "PEER_AUTH_FAILED", reason: string, node?: string): void {
+  #refusePeer(code: ListenerRefusal, reason: string, node?: string): void {
     if (this.#closing) return;
     this.#ctx.cluster?.rejected(this.remoteAddress, node, reason);
     if (code === "PEER_AUTH_FAILED") this.#failAfterDelay("?", code, reason);

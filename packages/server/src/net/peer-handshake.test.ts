@@ -1,6 +1,7 @@
 import { EventEmitter, once } from "node:events";
 import { createServer, type Server, type Socket } from "node:net";
 import { describe, expect, it } from "vitest";
+import { PEER_PROTOCOL_VERSION } from "../cluster/peer/peer-version.js";
 import {
   dialAsPeer,
   FAKE_PEER,
@@ -136,7 +137,7 @@ describe("the dialling side of the peer handshake", () => {
       count: 1,
     });
     expect(fake.lines.slice(0, 2)).toEqual([
-      expect.stringMatching(new RegExp(`^!N ${SELF} [0-9a-f]{64}$`)),
+      expect.stringMatching(new RegExp(`^!N ${SELF} [0-9a-f]{64} ${PEER_PROTOCOL_VERSION}$`)),
       expect.stringMatching(/^!V [0-9a-f]{64}$/),
     ]);
     expect(fake.lines.some((line) => !/^!(N|V) /.test(line))).toBe(false);
@@ -167,5 +168,35 @@ describe("the dialling side of the peer handshake", () => {
       expect.stringMatching(new RegExp(`^!B ${SELF} standby \\d+ - \\d+$`)),
     ]);
     expect(events.dropped).toEqual([]);
+  });
+
+  it("says hello without a version to a listener that refuses a versioned one as malformed (lockd 0.1.0), with no report", async () => {
+    const fake = await fakeListener((line, socket) => {
+      // lockd 0.1.0's codec: `!N` takes exactly two fields, anything else is a malformed peer frame.
+      if (line.split(" ").length !== 3) {
+        socket.end("E ? - PEER_NOT_AUTHENTICATED - malformed peer frame (BAD_SYNTAX)\n");
+        return;
+      }
+      if (line.startsWith("!N ")) socket.end();
+    });
+    const { events } = await serveNode({ peers: [fake.address, SELF] });
+    while (fake.lines.length < 2) await once(fake.socketEvents, "line");
+    expect(fake.lines.slice(0, 2)).toEqual([
+      expect.stringMatching(new RegExp(`^!N ${SELF} [0-9a-f]{64} ${PEER_PROTOCOL_VERSION}$`)),
+      expect.stringMatching(new RegExp(`^!N ${SELF} [0-9a-f]{64}$`)),
+    ]);
+    expect(events.refused).toEqual([]);
+  });
+
+  it("drops a link whose listener announces a protocol older than its window", async () => {
+    const fake = await fakeListener((line, socket) => {
+      if (line.startsWith("!N ")) socket.write(`!C ${nonce()} 0\n`);
+    });
+    const { events } = await serveNode({ peers: [fake.address, SELF] });
+    await events.first("dropped");
+    expect(events.dropped[0]).toMatchObject({
+      peer: fake.address,
+      reason: expect.stringMatching(/^the peer speaks peer protocol 0, older than this node's window/),
+    });
   });
 });

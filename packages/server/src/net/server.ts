@@ -1,5 +1,11 @@
 import { createServer as createTcpServer, type Server, type Socket } from "node:net";
-import { createServer as createTlsServer, type TLSSocket } from "node:tls";
+import {
+  type ConnectionOptions,
+  createSecureContext,
+  createServer as createTlsServer,
+  type TLSSocket,
+  Server as TlsServer,
+} from "node:tls";
 import { TimerQueue } from "@lock/deadline-heap";
 import { encodeReply, formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { readIntoSharedBuffer } from "@lock/socket-io";
@@ -75,7 +81,7 @@ export interface LockClusterOptions {
   readonly handoffTimeoutMs?: number;
   readonly events?: Partial<ClusterEvents>;
   /** TLS options for dialling peers (e.g. `ca`), when the cluster runs TLS. */
-  readonly tls?: import("node:tls").ConnectionOptions;
+  readonly tls?: ConnectionOptions;
 }
 
 export const DEFAULT_PORT = 7420;
@@ -96,6 +102,8 @@ export class LockServer {
   readonly #refusals = new LingerBudget(MAX_LINGERING_REFUSALS);
   /** Set when this server is a cluster node. */
   cluster: Cluster | undefined;
+  /** How peer links dial, when they use TLS: replaced by `reloadTls`, read at each dial. */
+  #peerTls: ConnectionOptions | undefined;
   #closing: Promise<void> | undefined;
   #idleSweep: NodeJS.Timeout | undefined;
 
@@ -205,6 +213,23 @@ export class LockServer {
     await this.close();
   }
 
+  /**
+   * New TLS material without a restart (lockd's SIGHUP): `files` is served to every TLS connection
+   * accepted from now on, and peers are dialled with `peerTls` (e.g. a new `ca`) from their next
+   * dial on. Connections already open keep the context they were made with: no client is dropped.
+   * Both are checked before either is used: an unusable certificate, key or CA throws and changes
+   * nothing. Only for a server started with `tls`.
+   */
+  reloadTls(files: TlsFiles, peerTls?: ConnectionOptions): void {
+    if (!(this.#server instanceof TlsServer)) throw new Error("this server was started without TLS");
+    const served = { cert: files.cert, key: files.key };
+    // setSecureContext builds its context from the same options: if this one builds, so does that.
+    createSecureContext(served);
+    if (peerTls !== undefined) createSecureContext(peerTls);
+    this.#server.setSecureContext(served);
+    if (peerTls !== undefined && this.#peerTls !== undefined) this.#peerTls = peerTls;
+  }
+
   #accept(options: LockServerOptions): void {
     const auth = options.authToken === undefined ? undefined : new SecretChecker(options.authToken);
     const ctx: ConnectionContext = {
@@ -300,6 +325,7 @@ export class LockServer {
     const timing = { ...DEFAULT_CLUSTER_TIMING, ...cluster.timing };
     // Undefined: an empty key, so anyone who reaches the port can join (lockd: only with --insecure).
     const key = new PeerKey(cluster.peerToken);
+    this.#peerTls = cluster.tls ?? (options.tls ? {} : undefined);
     this.cluster = new Cluster(
       this.node,
       replicator,
@@ -334,7 +360,7 @@ export class LockServer {
           self: this.node.advertise,
           authToken: options.authToken,
           key,
-          tls: cluster.tls ?? (options.tls ? {} : undefined),
+          tls: this.#peerTls && (() => this.#peerTls!),
           retryMs: timing.heartbeatMs,
           handshakeTimeoutMs: Math.max(PEER_HANDSHAKE_TIMEOUT_MS, timing.peerTimeoutMs),
           maxBufferedBytes: PEER_MAX_BUFFERED_BYTES,

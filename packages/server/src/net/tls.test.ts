@@ -75,4 +75,40 @@ describe("LockServer over TLS", () => {
     expect(await closed).not.toMatch(/^A plain/);
     expect(server.connectionCount).toBe(0);
   });
+
+  it("reloadTls: a key of another certificate throws and changes nothing; a good pair is served next", async () => {
+    const other = selfSignedCertificate();
+    try {
+      const servedFingerprint = async () => {
+        const socket = connectTls({
+          host: "127.0.0.1",
+          port: server.port,
+          ca: [certificate.cert, other.cert],
+          servername: "localhost",
+        });
+        await once(socket, "secureConnect");
+        const fingerprint = socket.getPeerCertificate().fingerprint256;
+        socket.destroy();
+        return fingerprint;
+      };
+      const original = await servedFingerprint();
+      expect(() => server.reloadTls({ cert: other.cert, key: certificate.key })).toThrow();
+      expect(await servedFingerprint()).toBe(original);
+      server.reloadTls({ cert: other.cert, key: other.key });
+      expect(await servedFingerprint()).not.toBe(original);
+    } finally {
+      other.dispose();
+    }
+  });
+
+  it("reloadTls on a server started without TLS throws", async () => {
+    const plainDir = mkdtempSync(join(tmpdir(), "lockd-tls-"));
+    const plain = await LockServer.start({ port: 0, dataDir: plainDir });
+    try {
+      expect(() => plain.reloadTls({ cert: certificate.cert, key: certificate.key })).toThrow(/without TLS/);
+    } finally {
+      await plain.close(100);
+      rmSync(plainDir, { recursive: true, force: true });
+    }
+  });
 });

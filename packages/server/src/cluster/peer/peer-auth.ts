@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { encodePeer, type PeerFrame } from "@lock/protocol";
+import { OLDEST_PEER_PROTOCOL, PEER_PROTOCOL_VERSION, peerVersionProblem } from "./peer-version.js";
 
 /**
  * The peer handshake's cryptography (docs/protocol.md, "Peer handshake"): both ends prove they hold
@@ -60,6 +61,9 @@ export class PeerKey {
   }
 }
 
+/** Why a listening node refuses a connection's peer handshake. */
+export type ListenerRefusal = "PEER_NOT_AUTHENTICATED" | "PEER_AUTH_FAILED" | "PEER_VERSION_UNSUPPORTED";
+
 /** The outcome of one peer frame on a connection that is not (yet) a peer link. */
 export type HandshakeStep =
   /** Write `line` (the challenge) and wait for the proof. */
@@ -69,7 +73,7 @@ export type HandshakeStep =
   /** Refuse the connection with `code`, and close it. `node` is the address it claimed, if any. */
   | {
       readonly kind: "refused";
-      readonly code: "PEER_NOT_AUTHENTICATED" | "PEER_AUTH_FAILED";
+      readonly code: ListenerRefusal;
       readonly reason: string;
       readonly node?: string;
     };
@@ -83,14 +87,24 @@ export class ListenerHandshake {
   readonly #key: PeerKey;
   readonly #self: string;
   readonly #isPeer: (address: string) => boolean;
+  readonly #oldestVersion: number;
   #hello: { node: string; nonce: string; listenerNonce: string } | undefined;
   #over = false;
 
-  /** `isPeer(address)`: the address is another node's `--peers` entry (not this node's own). */
-  constructor(key: PeerKey, self: string, isPeer: (address: string) => boolean) {
+  /**
+   * `isPeer(address)`: the address is another node's `--peers` entry (not this node's own).
+   * `oldestVersion`: the oldest peer protocol linked with (a test moves the window).
+   */
+  constructor(
+    key: PeerKey,
+    self: string,
+    isPeer: (address: string) => boolean,
+    oldestVersion = OLDEST_PEER_PROTOCOL,
+  ) {
     this.#key = key;
     this.#self = self;
     this.#isPeer = isPeer;
+    this.#oldestVersion = oldestVersion;
   }
 
   step(frame: PeerFrame): HandshakeStep {
@@ -103,9 +117,17 @@ export class ListenerHandshake {
       if (!this.#isPeer(frame.node)) {
         return this.#refuse("PEER_AUTH_FAILED", "the claimed node is not another --peers entry", frame.node);
       }
+      const versionProblem = peerVersionProblem(frame.version, this.#oldestVersion);
+      if (versionProblem !== undefined)
+        return this.#refuse("PEER_VERSION_UNSUPPORTED", versionProblem, frame.node);
       const listenerNonce = PeerKey.nonce();
       this.#hello = { node: frame.node, nonce: frame.nonce, listenerNonce };
-      return { kind: "challenge", line: encodePeer({ peer: "C", nonce: listenerNonce }) };
+      // A hello without a version comes from lockd 0.1.0, whose codec refuses a `!C` with one.
+      const challenge =
+        frame.version === undefined
+          ? { peer: "C" as const, nonce: listenerNonce }
+          : { peer: "C" as const, nonce: listenerNonce, version: PEER_PROTOCOL_VERSION };
+      return { kind: "challenge", line: encodePeer(challenge) };
     }
     if (frame.peer !== "V") {
       return this.#refuse("PEER_NOT_AUTHENTICATED", `!${frame.peer} before the peer proof`, hello.node);
@@ -127,7 +149,7 @@ export class ListenerHandshake {
     };
   }
 
-  #refuse(code: "PEER_NOT_AUTHENTICATED" | "PEER_AUTH_FAILED", reason: string, node?: string): HandshakeStep {
+  #refuse(code: ListenerRefusal, reason: string, node?: string): HandshakeStep {
     this.#over = true;
     return node === undefined ? { kind: "refused", code, reason } : { kind: "refused", code, reason, node };
   }
