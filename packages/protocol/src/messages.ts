@@ -247,6 +247,8 @@ export const ERROR_CODES = {
   TOO_MANY_WAITERS: "the key's wait queue is full",
   KIND_MISMATCH:
     "the key is held or queued for as another kind (a lock: exclusive or shared; or a semaphore); nothing changed",
+  LOCK_MODES_UNAVAILABLE:
+    "a cluster node runs an older lockd that cannot replicate shared locks or permits; they are refused until every node is upgraded",
   LIMIT_MISMATCH:
     "the key is a semaphore with another number of permits (the message starts with limit=<N>); nothing changed",
   TOO_MANY_REQUESTS: "the connection has too many requests outstanding",

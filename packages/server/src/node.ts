@@ -88,6 +88,11 @@ export class LockNode {
    * cluster); undefined while it follows none.
    */
   followedEpoch: (() => bigint | undefined) | undefined;
+  /**
+   * Why `Q`/`W` (shared holders, permits) cannot be served now, or undefined when they can: a peer
+   * of the cluster speaks an older peer protocol, which cannot replicate them (set by the Cluster).
+   */
+  lockModesRefusal: (() => string | undefined) | undefined;
   #wasServing = false;
 
   constructor(options: LockNodeOptions) {

@@ -4,6 +4,7 @@ import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
 import { Membership } from "./membership.js";
 import { ListenerHandshake } from "./peer/peer-auth.js";
+import { lockModesRefusal } from "./peer/peer-version.js";
 import { PeerLinks } from "./peer-links.js";
 import { PeerReports } from "./peer-reports.js";
 import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
@@ -82,6 +83,7 @@ export class Cluster implements PeerSessionHandler {
     node.beforeDeadlines = () => this.guardStall();
     node.onServing = () => events.serving(node.epoch);
     node.onEpochRenewed = (epoch) => replicator.announceEpoch(epoch);
+    node.lockModesRefusal = () => lockModesRefusal(this.#links.byIndex.values());
     node.followedEpoch = () => {
       const active =
         node.activeAddress === undefined ? undefined : membership.peerByAddress(node.activeAddress);

@@ -27,6 +27,8 @@ export interface ClusterLink extends ReplicaLink {
   readonly address: string;
   /** Frames sent now reach the peer (the handshake is done on the current connection). */
   readonly connected: boolean;
+  /** The peer protocol the peer spoke in its handshake, while connected; undefined if not known. */
+  readonly peerProtocol?: number | undefined;
   /** Drops the current connection; the link redials (a slow peer, a resync). */
   reset(): void;
   close(): void;

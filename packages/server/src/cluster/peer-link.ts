@@ -12,7 +12,7 @@ import { SocketWriter } from "@lock/socket-io";
 import { endWithLinger } from "../io/close.js";
 import type { ClusterLink, LinkEvents, LinkFactory } from "./link.js";
 import { PeerKey, type PeerTranscript } from "./peer/peer-auth.js";
-import { PEER_PROTOCOL_VERSION, peerVersionProblem } from "./peer/peer-version.js";
+import { PEER_PROTOCOL_VERSION, peerVersionProblem, UNVERSIONED_PEER_PROTOCOL } from "./peer/peer-version.js";
 
 /**
  * What lockd 0.1.0 answers a versioned `!N` (its codec refuses the extra field): the listener
@@ -68,6 +68,8 @@ export class PeerLink implements ClusterLink {
    * (protocol 1) until a link made that way closes, since the peer may come back upgraded.
    */
   #unversionedHello = false;
+  /** The peer protocol the peer answered with (`!C`), on the current connection. */
+  #peerProtocol: number | undefined;
   #retry: NodeJS.Timeout | undefined;
 
   constructor(options: PeerLinkOptions) {
@@ -79,6 +81,10 @@ export class PeerLink implements ClusterLink {
   /** The handshake is done on the current connection: frames sent now reach the peer. */
   get connected(): boolean {
     return this.#connected;
+  }
+
+  get peerProtocol(): number | undefined {
+    return this.#connected ? this.#peerProtocol : undefined;
   }
 
   send(lines: string): void {
@@ -183,6 +189,7 @@ export class PeerLink implements ClusterLink {
         this.#socket = undefined;
         this.#writer = undefined;
       }
+      this.#peerProtocol = undefined;
       if (wasConnected) {
         this.#unversionedHello = false;
         this.#options.onDisconnect(this);
@@ -230,6 +237,7 @@ export class PeerLink implements ClusterLink {
         if (frame.peer !== "C" || state.awaitingH) return `!${frame.peer} where the peer's challenge belongs`;
         const versionProblem = peerVersionProblem(frame.version);
         if (versionProblem !== undefined) return versionProblem;
+        this.#peerProtocol = frame.version ?? UNVERSIONED_PEER_PROTOCOL;
         const transcript: PeerTranscript = {
           dialer: this.#options.self,
           listener: this.address,

@@ -163,6 +163,7 @@ export class LockVerbs implements AcquireSink {
     }
     if (!this.#withinKeyQuota(op, key, id)) return;
     const mode = op === "Q" ? request.mode : EXCLUSIVE;
+    if (!this.#modeAvailable(op, key, id, mode)) return;
     const outcome = this.#ctx.node.engine.acquire(this.#session, {
       key,
       leaseMs: request.leaseMs,
@@ -192,6 +193,7 @@ export class LockVerbs implements AcquireSink {
     if (!this.#leaseInRange(op, key, id, request.leaseMs)) return;
     if (!this.#withinKeyQuota(op, key, id)) return;
     const mode = op === "W" ? request.mode : EXCLUSIVE;
+    if (!this.#modeAvailable(op, key, id, mode)) return;
     const outcome = this.#ctx.node.engine.tryAcquire(key, request.leaseMs, id, this.#session, mode);
     if (outcome.status === "granted") {
       if (!outcome.replayed) this.#ctx.node.observer.granted(0);
@@ -202,6 +204,15 @@ export class LockVerbs implements AcquireSink {
     } else if (outcome.status === "busy") {
       this.#send({ kind: "N", key, id });
     } else this.#refuse(op, key, id, outcome, mode);
+  }
+
+  /** Shared holders and permits only while every cluster node can replicate them (rolling upgrade). */
+  #modeAvailable(op: "A" | "Q" | "Y" | "W", key: string, id: string | undefined, mode: LockMode): boolean {
+    if (mode.kind === "exclusive") return true;
+    const refusal = this.#ctx.node.lockModesRefusal?.();
+    if (refusal === undefined) return true;
+    this.error(op, key, id, "LOCK_MODES_UNAVAILABLE", refusal);
+    return false;
   }
 
   /** The engine refused an acquire: a limit, or a mode the key's kind or limit disagrees with. */

@@ -2,7 +2,7 @@ import { parseRequestLine } from "@lock/protocol";
 import { describe, expect, it } from "vitest";
 import { nonce, PEER_TOKEN } from "../../net/peer.test.data.js";
 import { ListenerHandshake, PeerKey } from "./peer-auth.js";
-import { PEER_PROTOCOL_VERSION, peerVersionProblem } from "./peer-version.js";
+import { lockModesRefusal, PEER_PROTOCOL_VERSION, peerVersionProblem } from "./peer-version.js";
 
 /** The peer protocol version in the listener's handshake (docs/protocol.md, "Peer protocol versions"). */
 const handshake = (oldest?: number) =>
@@ -51,5 +51,22 @@ describe("peer protocol versions", () => {
     expect(peerVersionProblem(1)).toBeUndefined();
     expect(peerVersionProblem(PEER_PROTOCOL_VERSION)).toBeUndefined();
     expect(peerVersionProblem(0)).toMatch(/older than this node's window/);
+  });
+});
+
+describe("lockModesRefusal", () => {
+  it("refuses shared holders and permits while a linked peer speaks peer protocol 1, not while unknown", () => {
+    expect(
+      lockModesRefusal([
+        { address: "a:1", peerProtocol: 2 },
+        { address: "b:1", peerProtocol: undefined },
+      ]),
+    ).toBe(undefined);
+    expect(
+      lockModesRefusal([
+        { address: "a:1", peerProtocol: 2 },
+        { address: "b:1", peerProtocol: 1 },
+      ]),
+    ).toMatch(/^the cluster node b:1 runs an older lockd \(peer protocol 1\)/);
   });
 });

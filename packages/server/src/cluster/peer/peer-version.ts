@@ -24,3 +24,19 @@ export function peerVersionProblem(
   if (spoken >= oldest) return undefined;
   return `the peer speaks peer protocol ${spoken}${version === undefined ? " (no version: lockd 0.1.0)" : ""}, older than this node's window (${oldest} to ${PEER_PROTOCOL_VERSION}): upgrade it one release at a time`;
 }
+
+/** The first peer protocol with shared holders and permits (`!q`, `!Q`). */
+export const LOCK_MODES_PEER_PROTOCOL = 2;
+
+/**
+ * Shared holders and permits travel as `!q`/`!Q`, which a node of peer protocol 1 (lockd 0.1.0)
+ * refuses: while one is linked, the active does not grant them, or that node could not follow it.
+ */
+export function lockModesRefusal(
+  links: Iterable<{ readonly address: string; readonly peerProtocol?: number | undefined }>,
+): string | undefined {
+  for (const link of links)
+    if (link.peerProtocol !== undefined && link.peerProtocol < LOCK_MODES_PEER_PROTOCOL)
+      return `the cluster node ${link.address} runs an older lockd (peer protocol ${link.peerProtocol}) that cannot replicate shared locks or permits: upgrade every node first`;
+  return undefined;
+}
