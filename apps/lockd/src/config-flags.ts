@@ -147,6 +147,10 @@ export const FLAGS = {
     limit: "authTimeoutMs",
     seconds: { minMs: 1 },
   },
+  semaphores: {
+    env: "LOCKD_SEMAPHORES",
+    help: "PATTERN=N,...: keys that are semaphores of N permits (a key, or a prefix and *: tenant:*=5); acquires must agree",
+  },
   "max-connection-keys": {
     env: "LOCKD_MAX_CONNECTION_KEYS",
     help: "keys one connection holds or has queued acquires for",

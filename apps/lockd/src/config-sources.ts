@@ -60,7 +60,7 @@ export class ConfigSources {
         : env.LOCKD_CONFIG !== undefined
           ? { text: env.LOCKD_CONFIG, origin: "LOCKD_CONFIG (--config)" }
           : undefined,
-      { values: Object.keys(FLAGS), booleans: ["insecure", "fast-io"], lists: ["peers"] },
+      { values: Object.keys(FLAGS), booleans: ["insecure", "fast-io"], lists: ["peers", "semaphores"] },
       readFile,
     );
   }

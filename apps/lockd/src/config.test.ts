@@ -32,6 +32,27 @@ describe("lockd configuration", () => {
     expect(c.limits).toEqual({ maxLeaseMs: 60_000, maxPendingPerConnection: 5, idleTimeoutMs: 500 });
   });
 
+  it("reads --semaphores (PATTERN=N,...) and refuses a malformed one naming where it came from", () => {
+    expect(config([]).semaphores).toEqual([]);
+    expect(config(["--semaphores", "tenant:*=5,reports:daily=2,a=b=3"]).semaphores).toEqual([
+      { pattern: "tenant:*", limit: 5 },
+      { pattern: "reports:daily", limit: 2 },
+      { pattern: "a=b", limit: 3 },
+    ]);
+    expect(config([], { LOCKD_SEMAPHORES: "jobs:*=1" }).semaphores).toEqual([
+      { pattern: "jobs:*", limit: 1 },
+    ]);
+    expect(() => config(["--semaphores", "tenant:*=0"])).toThrow(
+      /^--semaphores: "tenant:\*=0" is not PATTERN=N/,
+    );
+    expect(() => config(["--semaphores", "te*nant=2"])).toThrow(
+      /a pattern is a key, or a key prefix and a final \*/,
+    );
+    expect(() => config([], { LOCKD_SEMAPHORES: "x=1,x=2" })).toThrow(
+      /^LOCKD_SEMAPHORES \(--semaphores\): "x" is given twice/,
+    );
+  });
+
   it("refuses a non-loopback address without an auth token unless --insecure", () => {
     expect(() => config(["--listen", "0.0.0.0:7420"])).toThrow(ConfigError);
     expect(config(["--listen", "0.0.0.0:7420", "--insecure"]).insecure).toBe(true);

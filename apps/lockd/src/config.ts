@@ -1,6 +1,11 @@
 import { readFileSync } from "node:fs";
 import { formatAddress, MAX_NODE_ID } from "@lock/protocol";
-import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "@lock/server";
+import {
+  DEFAULT_SERVER_LIMITS,
+  parseSemaphoreRules,
+  type SemaphoreRule,
+  type ServerLimits,
+} from "@lock/server";
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
 import { FLAGS, type FlagName, LINE_ROOM_AROUND_KEY, LOG_LEVELS } from "./config-flags.js";
 import { ConfigSources, parseCommandLine } from "./config-sources.js";
@@ -38,6 +43,8 @@ export interface LockdConfig {
   readonly logLevel: string;
   readonly shutdownGraceMs: number;
   readonly limits: Partial<ServerLimits>;
+  /** Keys that are semaphores of a fixed number of permits, by pattern (--semaphores). */
+  readonly semaphores: readonly SemaphoreRule[];
   /** Cluster peers, highest priority first, including this node's advertised address. */
   readonly peers: readonly string[] | undefined;
   readonly heartbeatMs: number;
@@ -86,6 +93,7 @@ export function parseConfig(
       ...tls,
       insecure,
       limits,
+      semaphores: parseSemaphores(sources),
       ...cluster,
       ...runtime,
     },
@@ -218,6 +226,15 @@ function parseCluster(
   if (nodeId === undefined && peers && peers.length > MAX_NODE_ID + 1)
     throw new ConfigError(`--peers lists more than ${MAX_NODE_ID + 1} nodes: set --node-id on each`);
   return { peers, heartbeatMs, peerTimeoutMs, nodeId };
+}
+
+/** --semaphores: `PATTERN=N,…`; none by default. */
+function parseSemaphores(sources: ConfigSources): readonly SemaphoreRule[] {
+  const setting = sources.setting("semaphores");
+  if (setting === undefined || setting.text === "") return [];
+  const rules = parseSemaphoreRules(setting.text);
+  if ("error" in rules) throw new ConfigError(`${setting.origin}: ${rules.error}`);
+  return rules;
 }
 
 /** The log level, the clock skew allowed, the shutdown grace and the socket I/O paths. */

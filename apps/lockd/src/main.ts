@@ -161,6 +161,7 @@ function serverOptions(
     ...(config.authToken ? { authToken: config.authToken } : {}),
     ...(config.tls ? { tls: config.tls } : {}),
     limits: config.limits,
+    semaphores: config.semaphores,
     ...(config.nodeId !== undefined ? { nodeId: config.nodeId } : {}),
     maxClockSkewMs: config.maxClockSkewMs,
     version,

@@ -106,6 +106,29 @@ describe("LockClient lock modes with one lockd", () => {
   });
 });
 
+describe("LockClient against lockd --semaphores", () => {
+  it("takes the number of permits from the server's pattern, and refuses any other", async () => {
+    await using lockd = await LockdProcess.start({ args: ["--semaphores", "tenant:*=2"] });
+    const client = new LockClient({ servers: [lockd.address] });
+    try {
+      const lease = { leaseMs: 30_000 };
+      await expect(client.acquire("tenant:7", { ...lease, permits: 3 })).rejects.toMatchObject({
+        serverCode: "LIMIT_MISMATCH",
+        message: expect.stringContaining("limit=2"),
+      });
+      await expect(client.acquire("tenant:7", lease)).rejects.toMatchObject({ serverCode: "KIND_MISMATCH" });
+      const permit = await client.acquire("tenant:7", { ...lease, permits: 2 });
+      expect(permit.slot).toBe(0);
+      const other = await client.acquire("elsewhere", lease);
+      expect(other.mode).toBe("exclusive");
+      await permit.release();
+      await other.release();
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe("LockClient lock modes with a lockd cluster", () => {
   const cleanup: Array<() => Promise<void>> = [];
   afterEach(async () => {

@@ -8,6 +8,7 @@ export type {
   EngineLimits,
   HeldKey,
   ListHeldInput,
+  SemaphoreRule,
   Session,
   TryAcquireOutcome,
 } from "./engine/index.js";
@@ -15,6 +16,8 @@ export {
   DEFAULT_ENGINE_LIMITS,
   LockEngine,
   monotonicClock,
+  parseSemaphoreRules,
+  SemaphoreRules,
   TokenIssuer,
 } from "./engine/index.js";
 export type { EpochKeeperOptions, LearnOutcome, TakenEpoch } from "./epoch/epoch-keeper.js";

@@ -2,6 +2,7 @@ import { type Timer, TimerQueue } from "@lock/deadline-heap";
 import { DeadlineTimer } from "./deadline-timer.js";
 import { type Clock, monotonicClock } from "./engine/clock.js";
 import { type EngineJournal, LockEngine } from "./engine/engine.js";
+import { type SemaphoreRule, SemaphoreRules } from "./engine/semaphore-rules.js";
 import { TokenIssuer } from "./engine/token-issuer.js";
 import { EpochKeeper, type LearnOutcome } from "./epoch/epoch-keeper.js";
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from "./epoch/epoch-plan.js";
@@ -47,6 +48,8 @@ export interface LockNodeOptions {
   readonly wallNow?: () => number;
   /** Where the highest known epoch is kept; `<dataDir>/epoch` unless a test injects one. */
   readonly epochStore?: EpochStore;
+  /** Keys that are semaphores of a fixed number of permits, by pattern (SemaphoreRules). */
+  readonly semaphores?: readonly SemaphoreRule[];
 }
 
 /**
@@ -131,6 +134,7 @@ export class LockNode {
         },
         ...(options.journal ? { journal: options.journal } : {}),
         limits: { maxKeys: options.limits.maxKeys, maxWaitersPerKey: options.limits.maxWaitersPerKey },
+        ...(options.semaphores?.length ? { semaphores: new SemaphoreRules(options.semaphores) } : {}),
       });
       this.#timer = new DeadlineTimer(
         {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "./clock.js";
 import { LockEngine } from "./engine.js";
-import { EXCLUSIVE, permits, SHARED } from "./lock-mode.js";
+import { EXCLUSIVE, type LockMode, permits, SHARED } from "./lock-mode.js";
+import { SemaphoreRules } from "./semaphore-rules.js";
 import { TokenIssuer } from "./token-issuer.js";
 
 function setup() {
@@ -134,5 +135,31 @@ describe("LockEngine lock modes", () => {
     expect(engine.keyCount).toBe(1);
     expect(engine.holderCount).toBe(1);
     expect(engine.maxHeldToken()).toBe(15n);
+  });
+});
+
+describe("LockEngine with configured semaphores", () => {
+  it("makes a matching key a semaphore of the configured permits, and leaves other keys alone", () => {
+    const engine = new LockEngine<string>({
+      clock: new ManualClock(0),
+      tokens: new TokenIssuer(1n, () => 2n),
+      events: { granted: () => {}, timedOut: () => {} },
+      semaphores: new SemaphoreRules([
+        { pattern: "tenant:*", limit: 2 },
+        { pattern: "tenant:vip", limit: 5 },
+      ]),
+    });
+    const session = engine.openSession();
+    const acquire = (key: string, mode: LockMode) =>
+      engine.acquire(session, { key, leaseMs: 1000, waitMs: 0, payload: key, mode });
+    expect(acquire("tenant:1", permits(3))).toEqual({ status: "rejected", code: "LIMIT_MISMATCH", limit: 2 });
+    expect(acquire("tenant:1", EXCLUSIVE)).toMatchObject({ code: "KIND_MISMATCH", current: "semaphore" });
+    expect(engine.tryAcquire("tenant:1", 1000, undefined, session, SHARED)).toMatchObject({
+      code: "KIND_MISMATCH",
+    });
+    expect(acquire("tenant:1", permits(2))).toMatchObject({ status: "granted", slot: 0 });
+    expect(acquire("tenant:vip", permits(5))).toMatchObject({ status: "granted", slot: 0 });
+    expect(acquire("other", permits(3))).toMatchObject({ status: "granted", slot: 0 });
+    expect(acquire("other2", EXCLUSIVE)).toMatchObject({ status: "granted" });
   });
 });

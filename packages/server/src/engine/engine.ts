@@ -13,12 +13,14 @@ import {
   type HeldKey,
   type ListHeldInput,
   type Ownership,
+  type Rejected,
   type TryAcquireOutcome,
 } from "./engine-types.js";
 import { HeldKeyIndex } from "./held-key-index.js";
 import { KeyTable } from "./key-table.js";
 import { canHoldBeside, EXCLUSIVE, type LockMode, modeConflict, permits, SHARED } from "./lock-mode.js";
 import { type HeldRecord, Holder, KeyState, NO_TOKEN, Session, Waiter } from "./records.js";
+import type { SemaphoreRules } from "./semaphore-rules.js";
 import { compareKeys } from "./sorted-keys.js";
 import type { TokenIssuer } from "./token-issuer.js";
 
@@ -57,6 +59,8 @@ export class LockEngine<P> {
   readonly #events: EngineEvents<P>;
   readonly #journal: EngineJournal | undefined;
   readonly #limits: EngineLimits;
+  /** Configured semaphores by key pattern (`--semaphores`); undefined when there are none. */
+  readonly #semaphores: SemaphoreRules | undefined;
   #waiters = 0;
   /** Grants that hold a key: exclusive holders, shared holders and permits (`maxKeys` caps them). */
   #holders = 0;
@@ -83,7 +87,9 @@ export class LockEngine<P> {
     events: EngineEvents<P>;
     journal?: EngineJournal;
     limits?: Partial<EngineLimits>;
+    semaphores?: SemaphoreRules;
   }) {
+    this.#semaphores = options.semaphores?.size ? options.semaphores : undefined;
     this.#clock = options.clock;
     this.#tokens = options.tokens;
     this.#events = options.events;
@@ -577,7 +583,13 @@ export class LockEngine<P> {
     leaseMs: number,
     id: string | undefined,
     session: Session<P> | undefined,
-  ): GrantedOutcome | { readonly status: "rejected"; readonly code: "TOO_MANY_KEYS" } {
+  ): GrantedOutcome | Rejected<"TOO_MANY_KEYS"> {
+    if (this.#semaphores !== undefined) {
+      // A free key's kind is decided here; once held, every acquire is checked against it.
+      const limit = this.#semaphores.limitOf(key);
+      const conflict = limit === undefined ? undefined : modeConflict(mode, limit);
+      if (conflict !== undefined) return { status: "rejected", ...conflict };
+    }
     if (this.#holders >= this.#limits.maxKeys) return { status: "rejected", code: "TOO_MANY_KEYS" };
     if (mode.kind !== "exclusive") {
       const state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);

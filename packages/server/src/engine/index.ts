@@ -17,4 +17,6 @@ export type {
 export { DEFAULT_ENGINE_LIMITS, LockEngine } from "./engine.js";
 export type { LockMode } from "./lock-mode.js";
 export type { Session } from "./records.js";
+export type { SemaphoreRule } from "./semaphore-rules.js";
+export { parseSemaphoreRules, SemaphoreRules } from "./semaphore-rules.js";
 export { TokenIssuer } from "./token-issuer.js";

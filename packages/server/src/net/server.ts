@@ -16,6 +16,7 @@ import { peerLinks } from "../cluster/peer-link.js";
 import { Replicator } from "../cluster/replicator.js";
 import { type Clock, monotonicClock } from "../engine/clock.js";
 import type { EngineJournal } from "../engine/engine.js";
+import type { SemaphoreRule } from "../engine/semaphore-rules.js";
 import { LingerBudget } from "../io/close.js";
 import { resolveLimits, type ServerLimits } from "../limits.js";
 import { LockNode } from "../node.js";
@@ -49,6 +50,8 @@ export interface LockServerOptions {
   readonly authToken?: string;
   readonly tls?: TlsFiles;
   readonly limits?: Partial<ServerLimits>;
+  /** Keys that are semaphores of a fixed number of permits, by pattern (lockd's `--semaphores`). */
+  readonly semaphores?: readonly SemaphoreRule[];
   readonly version?: string;
   readonly clock?: Clock;
   readonly journal?: EngineJournal;
@@ -163,6 +166,7 @@ export class LockServer {
         ...(options.journal ? { journal: options.journal } : {}),
         ...(replicator ? { journal: replicator, startAs: "standby" as const } : {}),
         ...(options.observer ? { observer: options.observer } : {}),
+        ...(options.semaphores ? { semaphores: options.semaphores } : {}),
       });
     } catch (error) {
       server.close();
