@@ -1,4 +1,4 @@
-import { MAX_PERMITS } from "@lock/protocol";
+import { DEFAULT_LIMITS, MAX_PERMITS, validateKey } from "@lock/protocol";
 
 /**
  * Server-side semaphore limits by key pattern (lockd's `--semaphores`): a key that matches is a
@@ -54,8 +54,13 @@ export function parseSemaphoreRules(text: string): SemaphoreRule[] | { readonly 
     const count = item.slice(equals + 1);
     if (equals <= 0 || !/^[1-9][0-9]{0,4}$/.test(count) || Number(count) > MAX_PERMITS)
       return { error: `${JSON.stringify(item)} is not PATTERN=N with N from 1 to ${MAX_PERMITS}` };
+    // A key's own rules (no space, no control character), the final `*` aside, which `*` alone lacks.
     const star = pattern.indexOf("*");
-    if (/[\s\u0000-\u001f\u007f]/.test(pattern) || (star >= 0 && star < pattern.length - 1))
+    const base = star === pattern.length - 1 ? pattern.slice(0, -1) : pattern;
+    if (
+      validateKey(base, DEFAULT_LIMITS.maxKeyBytes) !== undefined ||
+      (star >= 0 && star < pattern.length - 1)
+    )
       return { error: `${JSON.stringify(pattern)}: a pattern is a key, or a key prefix and a final *` };
     if (seen.has(pattern)) return { error: `${JSON.stringify(pattern)} is given twice` };
     seen.add(pattern);
