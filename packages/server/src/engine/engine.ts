@@ -9,19 +9,17 @@ import {
   type EngineJournal,
   type EngineLimits,
   type GrantedOutcome,
-  type HeldGrant,
   type HeldKey,
   type ListHeldInput,
   type Ownership,
   type Rejected,
   type TryAcquireOutcome,
 } from "./engine-types.js";
-import { HeldKeyIndex } from "./held-key-index.js";
+import { HeldListing, mostContended } from "./held-listing.js";
 import { KeyTable } from "./key-table.js";
 import { canHoldBeside, EXCLUSIVE, type LockMode, modeConflict, permits, SHARED } from "./lock-mode.js";
-import { type HeldRecord, Holder, KeyState, NO_TOKEN, Session, Waiter } from "./records.js";
+import { byToken, type HeldRecord, Holder, KeyState, NO_TOKEN, Session, slotOf, Waiter } from "./records.js";
 import type { SemaphoreRules } from "./semaphore-rules.js";
-import { compareKeys } from "./sorted-keys.js";
 import type { TokenIssuer } from "./token-issuer.js";
 
 export type {
@@ -64,8 +62,8 @@ export class LockEngine<P> {
   #waiters = 0;
   /** Grants that hold a key: exclusive holders, shared holders and permits (`maxKeys` caps them). */
   #holders = 0;
-  /** Built on the first listing (see HeldKeyIndex); undefined until then. */
-  #index: HeldKeyIndex | undefined;
+  /** The ordered view `/locks` pages through (built on the first listing). */
+  readonly #listing = new HeldListing<P>(this.#keys);
   /** Keys with a queue: "most contended" reads these, never the whole key map. */
   readonly #contended = new Set<KeyState<P>>();
   /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
@@ -278,7 +276,7 @@ export class LockEngine<P> {
     if (state === undefined) {
       state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
       this.#keys.add(key, state);
-      this.#index?.added(key);
+      this.#listing.added(key);
     }
     const held = this.#replaceForInstall(state, token, mode, slot);
     const record = held ?? this.#hold(state, mode, token, id, undefined, slot);
@@ -384,7 +382,7 @@ export class LockEngine<P> {
       }
     this.#keys.clear();
     this.#holders = 0;
-    this.#index?.cleared();
+    this.#listing.cleared();
   }
 
   /**
@@ -511,13 +509,12 @@ export class LockEngine<P> {
    * budget that keeps each step short, yielding to its event loop in between.
    */
   prepareListing(budget: number): boolean {
-    this.#index ??= new HeldKeyIndex(this.#keys.keys(), (key) => this.#keys.has(key));
-    return this.#index.build(budget);
+    return this.#listing.prepare(budget);
   }
 
   /** Drops the ordered index (nobody lists any more): the hot path stops maintaining it. */
   stopListing(): void {
-    this.#index = undefined;
+    this.#listing.stop();
   }
 
   /**
@@ -525,55 +522,13 @@ export class LockEngine<P> {
    * `prefix`, at most `limit`; `more` says whether another matching key follows. Costs
    * O(log n + limit), whatever n. Call `prepareListing` until it returns true first.
    */
-  listHeld({ prefix, after, limit }: ListHeldInput): { keys: HeldKey[]; more: boolean } {
-    if (this.#index === undefined || !this.#index.ready)
-      throw new Error("listHeld before prepareListing completed");
-    const now = this.#clock.now();
-    const keys: HeldKey[] = [];
-    const from = after !== undefined && compareKeys(after, prefix) >= 0 ? after : prefix;
-    for (const key of this.#index.from(from, from === after)) {
-      if (!key.startsWith(prefix)) break;
-      if (keys.length === limit) return { keys, more: true };
-      keys.push(this.#heldKey(this.#keys.get(key)!, now));
-    }
-    return { keys, more: false };
-  }
-
-  #heldKey(state: KeyState<P>, now: number): HeldKey {
-    const grant = (held: HeldRecord<P>): HeldGrant => ({
-      token: held.token,
-      remainingMs: Math.max(0, Math.ceil(held.deadline - now)),
-      holder: held.holderSession?.label,
-      slot: slotOf(held),
-    });
-    const set = state.holders;
-    const holders = set === undefined ? [grant(state)] : [...set.values()].map(grant).sort(byToken);
-    const newest = holders.at(-1)!;
-    return {
-      key: state.key,
-      token: newest.token,
-      remainingMs: Math.max(...holders.map((h) => h.remainingMs)),
-      waiters: state.waiterCount,
-      holder: holders.length === 1 ? newest.holder : undefined,
-      mode: set === undefined ? "exclusive" : set.kind,
-      limit: set?.kind === "permit" ? set.limit : undefined,
-      holders,
-    };
+  listHeld(input: ListHeldInput): { keys: HeldKey[]; more: boolean } {
+    return this.#listing.list(input, this.#clock.now());
   }
 
   /** The `limit` keys with the most waiters, most first; reads only keys that have a queue. */
   mostContended(limit: number): Array<{ key: string; waiters: number }> {
-    const top: Array<{ key: string; waiters: number }> = [];
-    if (limit <= 0) return top;
-    for (const state of this.#contended) {
-      const waiters = state.waiterCount;
-      if (top.length === limit && waiters <= top[limit - 1]!.waiters) continue;
-      let at = top.length === limit ? limit - 1 : top.length;
-      while (at > 0 && top[at - 1]!.waiters < waiters) at -= 1;
-      top.splice(at, 0, { key: state.key, waiters });
-      if (top.length > limit) top.pop();
-    }
-    return top;
+    return mostContended(this.#contended, limit);
   }
 
   /** A key nobody holds: it becomes held in `mode` by this grant (a new key). */
@@ -594,14 +549,14 @@ export class LockEngine<P> {
     if (mode.kind !== "exclusive") {
       const state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
       this.#keys.add(key, state);
-      this.#index?.added(key);
+      this.#listing.added(key);
       return this.#grantNow(state, mode, leaseMs, id, session);
     }
     // The hot path of every lock's life, kept as short as it was before lock modes.
     const token = this.#tokens.next();
     const state = new KeyState<P>(key, token, id, session);
     this.#keys.add(key, state);
-    this.#index?.added(key);
+    this.#listing.added(key);
     this.#holders += 1;
     this.#heap.schedule(state, this.#clock.now() + leaseMs);
     this.counters.grants += 1;
@@ -710,7 +665,7 @@ export class LockEngine<P> {
       this.#heap.remove(state);
       this.#holders -= 1;
       this.#keys.delete(state.key);
-      this.#index?.removed(state.key);
+      this.#listing.removed(state.key);
       return;
     }
     if (next.mode.kind === "exclusive") {
@@ -798,7 +753,7 @@ export class LockEngine<P> {
   #forget(state: KeyState<P>): void {
     this.#heap.remove(state);
     this.#keys.delete(state.key);
-    this.#index?.removed(state.key);
+    this.#listing.removed(state.key);
   }
 
   /** A retry of a queued acquire (same id) takes over the waiter: its place, new connection. */
@@ -853,14 +808,6 @@ export interface KeyHolder {
   readonly id: string | undefined;
   readonly mode: "exclusive" | "shared" | "permit";
   readonly slot: number | undefined;
-}
-
-function byToken(a: { token: bigint }, b: { token: bigint }): number {
-  return a.token < b.token ? -1 : a.token > b.token ? 1 : 0;
-}
-
-function slotOf<P>(held: HeldRecord<P>): number | undefined {
-  return held instanceof Holder && held.slot >= 0 ? held.slot : undefined;
 }
 
 function keyOf<P>(held: HeldRecord<P>): string {

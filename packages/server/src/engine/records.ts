@@ -165,6 +165,16 @@ export class Holder<P> implements DeadlineEntry {
 /** A key's exclusive holder (the key's own record) or one of its shared holders or permits. */
 export type HeldRecord<P> = KeyState<P> | Holder<P>;
 
+/** A permit's slot; undefined for an exclusive or shared holder. */
+export function slotOf<P>(held: HeldRecord<P>): number | undefined {
+  return held instanceof Holder && held.slot >= 0 ? held.slot : undefined;
+}
+
+/** Oldest grant first: tokens only increase. */
+export function byToken(a: { readonly token: bigint }, b: { readonly token: bigint }): number {
+  return a.token < b.token ? -1 : a.token > b.token ? 1 : 0;
+}
+
 /** A queued acquire. Belongs to one key's queue and one session's list at a time. */
 export class Waiter<P> implements DeadlineEntry {
   deadline = Number.POSITIVE_INFINITY;
