@@ -18,7 +18,7 @@ import {
 import { HeldListing, mostContended } from "./held-listing.js";
 import { KeyTable } from "./key-table.js";
 import { canHoldBeside, EXCLUSIVE, type LockMode, modeConflict, permits, SHARED } from "./lock-mode.js";
-import { byToken, type HeldRecord, Holder, KeyState, NO_TOKEN, Session, slotOf, Waiter } from "./records.js";
+import { type HeldRecord, Holder, KeyState, NO_TOKEN, Session, slotOf, Waiter } from "./records.js";
 import type { SemaphoreRules } from "./semaphore-rules.js";
 import type { TokenIssuer } from "./token-issuer.js";
 
