@@ -1,12 +1,12 @@
 import { randomInt } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { simulate } from "./simulator.js";
+import { type Mutation, simulate } from "./simulator.js";
 
 /** Runs seeds `from`..`from + count - 1`; returns the failing results (only the first if asked). */
 async function run(
   from: number,
   count: number,
-  options: { mutation?: "same-node-id"; nodes?: number; stopAtFirst?: boolean } = {},
+  options: { mutation?: Mutation; nodes?: number; stopAtFirst?: boolean } = {},
 ) {
   const { stopAtFirst, ...shape } = options;
   const failed = [];
@@ -49,6 +49,13 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
   it("finds duplicate tokens within the slice when node ids collide (the token-epoch fix disabled)", async () => {
     const [found] = await run(1, 500, { mutation: "same-node-id", stopAtFirst: true });
     expect(found?.failures.some((failure) => failure.includes("issued twice"))).toBe(true);
+  });
+
+  it("finds a client that retries under a fresh request id within the slice (@lock/client's testMutation)", async () => {
+    // The real client runs in the simulator: a retry of a release or an extension on another
+    // connection proves ownership by the acquire's id only, so a fresh id is refused (NOT_OWNER).
+    const [found] = await run(1, 500, { mutation: "fresh-retry-id", stopAtFirst: true });
+    expect(found?.failures.some((failure) => failure.includes("NOT_OWNER"))).toBe(true);
   });
 
   it("replays a seed exactly", async () => {
