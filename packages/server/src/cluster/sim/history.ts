@@ -67,6 +67,11 @@ export class History {
     staleReleases: 0,
     abandonedReleases: 0,
     windows: 0,
+    /** What the clients' failover code did (their events): it must run, or faults missed them. */
+    redirects: 0,
+    retries: 0,
+    disconnects: 0,
+    locksLost: 0,
   };
   readonly #pending = new Set<string>();
   #now: () => number;

@@ -69,6 +69,7 @@ export class SimApp {
       ...(this.options.mutation ? { testMutation: this.options.mutation } : {}),
     });
     this.client = client;
+    this.#countEvents(client);
     if (this.options.log) this.#logEvents(client, this.options.log);
     this.#run(client).catch((error: unknown) => this.history.fail(`${this.name}: ${describe(error)}`));
   }
@@ -161,6 +162,14 @@ export class SimApp {
       this.world.appRuns();
       work();
     });
+  }
+
+  #countEvents(client: LockClient): void {
+    const { counts } = this.history;
+    client.on("redirect", () => counts.redirects++);
+    client.on("retry", () => counts.retries++);
+    client.on("disconnect", () => counts.disconnects++);
+    client.on("lockLost", () => counts.locksLost++);
   }
 
   #logEvents(client: LockClient, log: (line: string) => void): void {

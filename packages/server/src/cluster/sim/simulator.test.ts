@@ -63,5 +63,9 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
     const again = await simulate({ seed: 42 });
     expect(again).toEqual(first);
     expect(first.counts.grants).toBeGreaterThan(0);
+    // The faults reached the real client's failover code: redirects, moves and reconnects.
+    expect(first.counts.redirects).toBeGreaterThan(0);
+    expect(first.counts.retries).toBeGreaterThan(0);
+    expect(first.counts.disconnects).toBeGreaterThan(0);
   });
 });
