@@ -35,7 +35,6 @@ export interface AppOptions {
  */
 export class SimApp {
   readonly host: AppHost;
-  client: LockClient | undefined;
   /** Stop starting operations (the run is draining). */
   draining = false;
   #closed = false;
@@ -68,7 +67,6 @@ export class SimApp {
       random: () => this.options.jitter.float(),
       ...(this.options.mutation ? { testMutation: this.options.mutation } : {}),
     });
-    this.client = client;
     this.#countEvents(client);
     if (this.options.log) this.#logEvents(client, this.options.log);
     this.#run(client).catch((error: unknown) => this.history.fail(`${this.name}: ${describe(error)}`));

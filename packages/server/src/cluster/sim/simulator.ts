@@ -64,6 +64,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   });
   const plan = schedule(world, history, options, labels, log);
   await runUntilSettled(world, history, plan, log);
+  for (const app of plan.clients) if (app.busy) history.fail(`${app.name}'s client never finished closing`);
   const unsettled = history.unsettled();
   if (unsettled.length > 0) history.fail(`operations never settled: ${unsettled.slice(0, 5).join("; ")}`);
   return {
