@@ -86,6 +86,7 @@ export interface ResolvedOptions {
   readonly timers: TimerQueue | undefined;
   /** Undefined: `Math.random` (left unset so that the resolved defaults stay plain data). */
   readonly random: Random | undefined;
+  /** @internal See LockClientOptions.testMutation. */
   readonly testMutation: "fresh-retry-id" | undefined;
 }
 
