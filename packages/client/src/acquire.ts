@@ -58,6 +58,8 @@ export interface AcquireContext<L> {
   releaseIfGranted(key: string, id: string, mode: LockMode): void;
   /** The call moves to another connection with the same id. */
   retried(spec: AcquireSpec, attempt: number, error: Error | undefined): void;
+  /** @internal The simulator's negative control: a new request id for every retry (a bug on purpose). */
+  readonly freshId?: (() => string) | undefined;
 }
 
 // With a bounded wait the server answers T at the deadline; this much later, a silent server is
@@ -115,6 +117,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   /** While pausing between actives: wakes the call early once an active is known. */
   #wake: Timer | undefined;
   #backstop: Timer | undefined;
+  #sentOnce = false;
 
   /** Sends the first attempt at once. The signal must not be aborted yet. */
   constructor(spec: AcquireSpec, ctx: AcquireContext<L>, signal: AbortSignal | undefined) {
@@ -299,8 +302,10 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     this.#wake?.cancel();
     this.#wake = undefined;
     if (this.#settled) return;
-    const { mode, lockMode, key, leaseMs, id } = this.spec;
+    const { mode, lockMode, key, leaseMs } = this.spec;
     const plain = lockMode.kind === "exclusive";
+    const id = this.#sentOnce && this.#ctx.freshId ? this.#ctx.freshId() : this.spec.id;
+    this.#sentOnce = true;
     let request: Request;
     if (mode === "Y") {
       request = plain ? { op: "Y", key, leaseMs, id } : { op: "W", key, mode: lockMode, leaseMs, id };

@@ -97,11 +97,14 @@ export class LockClient implements AsyncDisposable {
 
   constructor(options: LockClientOptions) {
     this.#options = resolveOptions(options);
-    this.#timers = new TimerQueue();
+    this.#timers = this.#options.timers ?? new TimerQueue();
     this.#transport = new Transport(this.#options, this.#timers, this.#events);
+    // Only the simulator's negative control (testMutation) retries under a new id.
+    const freshId = this.#options.testMutation === "fresh-retry-id" ? () => this.#ids.next() : undefined;
     this.#retryPolicy = {
       windowMs: this.#options.releaseRetryMs,
       intervalMs: this.#options.retryIntervalMs,
+      freshId,
     };
     this.#backend = {
       timers: this.#timers,
@@ -113,7 +116,8 @@ export class LockClient implements AsyncDisposable {
       router: this.#transport,
       timers: this.#timers,
       retryIntervalMs: this.#options.retryIntervalMs,
-      random: Math.random,
+      random: this.#options.random ?? Math.random,
+      freshId,
       granted: (op, token, leaseStartBound, receivedAt, slot) =>
         this.#granted(op, token, leaseStartBound, receivedAt, slot),
       finished: (op) => {

@@ -1,5 +1,3 @@
-import { connect as connectTcp, type Socket } from "node:net";
-import { connect as connectTls } from "node:tls";
 import {
   DEFAULT_LIMITS,
   FATAL_CODES,
@@ -7,14 +5,14 @@ import {
   type Reply,
   ReplyDecoder,
   type Request,
-  splitAddress,
 } from "@lock/protocol";
 import { AuthError, LockServerError, NoServerError, ProtocolError } from "./errors.js";
+import { openSocket } from "./open-socket.js";
 import type { ResolvedOptions } from "./options.js";
-import { serverName } from "./options.js";
 import { matchedAs, Outgoing, RequestQueue } from "./request-queue.js";
 import type { PoolSlot } from "./server-pool.js";
 import { SilenceWatch } from "./silence-watch.js";
+import type { ClientSocket } from "./socket.js";
 import type { Timer, TimerQueue } from "./timers.js";
 
 /**
@@ -60,8 +58,6 @@ export interface ConnectionListener {
   closed(connection: Connection, error: Error | undefined): void;
 }
 
-const READ_BUFFER_BYTES = 64 * 1024;
-
 /**
  * The socket adapter: one TCP or TLS socket to one lockd, with its RequestQueue and ReplyDecoder.
  * Opens, authenticates (`H` first), writes batches once per tick (waiting for `drain` when the
@@ -70,7 +66,8 @@ const READ_BUFFER_BYTES = 64 * 1024;
  *
  * Only public `node:net` / `node:tls` APIs: a library must not break an application that runs with
  * `--throw-deprecation`, or on a Node whose internals moved. Reads use `net.connect`'s `onread`
- * option; writes are one `socket.write` per batch.
+ * option; writes are one `socket.write` per batch. The socket comes from socket.ts: Node's, or the
+ * `connect` option's (a simulated network).
  */
 export class Connection {
   readonly slot: PoolSlot;
@@ -79,7 +76,7 @@ export class Connection {
   readonly #listener: ConnectionListener;
   readonly #queue: RequestQueue<Ticket>;
   readonly #decoder: ReplyDecoder;
-  readonly #socket: Socket;
+  readonly #socket: ClientSocket;
   #ready = false;
   #closed = false;
   #error: Error | undefined;
@@ -105,32 +102,17 @@ export class Connection {
     this.#lastReceivedAt = timers.clock.now();
     if (options.answerTimeoutMs > 0)
       this.#silence = new SilenceWatch(options.answerTimeoutMs, this.#lastReceivedAt);
-    const { host, port } = splitAddress(slot.address);
-    const tls = options.tls;
-    // Plain TCP reads into one reused buffer (`onread`), skipping the stream machinery on every
-    // reply; the decoder copies what it keeps, so the buffer may be overwritten by the next read.
-    const socket = tls
-      ? connectTls({ servername: serverName(host), ...tls, host, port })
-      : connectTcp({
-          host,
-          port,
-          onread: {
-            buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES),
-            callback: (bytes: number, buffer: Uint8Array) => {
-              this.#onData(buffer.subarray(0, bytes));
-              return true;
-            },
-          },
-        });
+    const socket = openSocket(slot.address, options, {
+      onData: (chunk) => this.#onData(chunk),
+      onConnect: () => this.#onConnect(),
+    });
     this.#socket = socket;
     // A batch is a complete set of requests: waiting for more (Nagle) would only delay the replies.
-    socket.setNoDelay(true);
+    socket.setNoDelay?.(true);
     socket.on("drain", () => {
       this.#waitingForDrain = false;
       this.#flush();
     });
-    socket.on(tls ? "secureConnect" : "connect", () => this.#onConnect());
-    if (tls) socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("error", (error) => {
       this.#error ??= error;
     });
@@ -222,7 +204,7 @@ export class Connection {
 
   #onConnect(): void {
     this.#connectTimer?.cancel();
-    this.#socket.setKeepAlive(true, 15_000);
+    this.#socket.setKeepAlive?.(true, 15_000);
     if (this.#options.authToken === undefined) {
       this.#becomeReady();
       return;

@@ -20,3 +20,4 @@ export { Lock } from "./lock.js";
 export type { LockClientOptions } from "./options.js";
 export { checkKey, DEFAULT_OPTIONS } from "./options.js";
 export type { SlotState } from "./server-pool.js";
+export type { ClientSocket, ServerAddress, SocketFactory } from "./socket.js";

@@ -13,6 +13,9 @@ import {
   validateKey,
 } from "@lock/protocol";
 import { InvalidArgumentError } from "./errors.js";
+import type { Random } from "./jitter.js";
+import type { SocketFactory } from "./socket.js";
+import type { TimerQueue } from "./timers.js";
 
 export interface LockClientOptions {
   /** lockd nodes as `host:port` (`[::1]:7420` for IPv6). One connection each; two for a single address. */
@@ -54,6 +57,27 @@ export interface LockClientOptions {
    * connection was tried; true keeps trying within its `waitMs` (a lockd restart). Default false.
    */
   readonly waitForReady?: boolean;
+  /**
+   * Opens a connection to one server instead of `node:net` (or `node:tls`): for tests and simulators
+   * that run the client over something else than a real network. It returns a ClientSocket (a
+   * `net.Socket` is one). Cannot be combined with `tls`. Default: `net.connect`.
+   */
+  readonly connect?: SocketFactory;
+  /**
+   * The TimerQueue (`@lock/deadline-heap`) that every timer of the client runs on, with its clock:
+   * reconnects, keepalives, answer timeouts, retries, leases. For tests and simulators that step
+   * time themselves (a manual clock, `host: "manual"`). The client stops it when it closes: give
+   * each client its own. Default: one on the monotonic clock, woken by one real `setTimeout`.
+   */
+  readonly timers?: TimerQueue;
+  /** The random source of the reconnect and retry jitter, numbers in [0, 1). Default `Math.random`. */
+  readonly random?: Random;
+  /**
+   * @internal Breaks the client on purpose, for the cluster simulator's negative controls (its
+   * checker must then fail): `fresh-retry-id` gives every retry of a request a new request id
+   * instead of the one the server knows. Never set it otherwise.
+   */
+  readonly testMutation?: "fresh-retry-id";
 }
 
 export interface ResolvedOptions {
@@ -69,6 +93,12 @@ export interface ResolvedOptions {
   readonly retryIntervalMs: number;
   readonly maxKeyBytes: number;
   readonly waitForReady: boolean;
+  readonly connect: SocketFactory | undefined;
+  readonly timers: TimerQueue | undefined;
+  /** Undefined: `Math.random` (left unset so that the resolved defaults stay plain data). */
+  readonly random: Random | undefined;
+  /** @internal See LockClientOptions.testMutation. */
+  readonly testMutation: "fresh-retry-id" | undefined;
 }
 
 export const DEFAULT_OPTIONS = Object.freeze({
@@ -98,6 +128,13 @@ export function resolveOptions(options: LockClientOptions): ResolvedOptions {
     throw new InvalidArgumentError("authToken must be 1-1024 printable ASCII characters without space");
   }
   const tls = options.tls === true ? {} : options.tls === false ? undefined : options.tls;
+  checkFunction("connect", options.connect);
+  checkFunction("random", options.random);
+  if (options.connect !== undefined && tls !== undefined) {
+    throw new InvalidArgumentError(
+      "connect and tls cannot be combined: the connect function opens TLS itself",
+    );
+  }
   const number = (name: Exclude<keyof typeof DEFAULT_OPTIONS, "waitForReady">, min: number): number => {
     const value = options[name] ?? DEFAULT_OPTIONS[name];
     if (!Number.isSafeInteger(value) || value < min) {
@@ -118,6 +155,10 @@ export function resolveOptions(options: LockClientOptions): ResolvedOptions {
     retryIntervalMs: number("retryIntervalMs", 1),
     maxKeyBytes: number("maxKeyBytes", 1),
     waitForReady: checkFlag("waitForReady", options.waitForReady) ?? DEFAULT_OPTIONS.waitForReady,
+    connect: options.connect,
+    timers: options.timers,
+    random: options.random,
+    testMutation: options.testMutation,
   };
 }
 
@@ -172,6 +213,12 @@ export function checkLockMode(options: { readonly mode?: unknown; readonly permi
 export function checkFlag(name: string, value: unknown): boolean | undefined {
   if (value === undefined || typeof value === "boolean") return value;
   throw new InvalidArgumentError(`${name} must be true or false, got ${String(value)}`);
+}
+
+function checkFunction(name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== "function") {
+    throw new InvalidArgumentError(`${name} must be a function, got ${typeof value}`);
+  }
 }
 
 /** Throws InvalidArgumentError unless `ms` is a duration the wire can carry (integer ms, `min`..max). */

@@ -14,6 +14,8 @@ export interface RetryPolicy {
   readonly windowMs: number;
   /** Pause after an attempt that got no usable answer. */
   readonly intervalMs: number;
+  /** @internal The simulator's negative control: a new request id for every retry (a bug on purpose). */
+  readonly freshId?: (() => string) | undefined;
 }
 
 /**
@@ -66,6 +68,7 @@ export class RetryingRequest implements ReplyHandler, Linked {
   #retriedAtOnce = false;
   #lastError: Error | undefined;
   #over = false;
+  #sentOnce = false;
 
   constructor(
     router: Router,
@@ -146,8 +149,17 @@ export class RetryingRequest implements ReplyHandler, Linked {
     this.#wake?.cancel();
     this.#wake = undefined;
     if (this.#over) return;
-    this.#current = this.#router.send(this.request, this, address);
+    this.#current = this.#router.send(this.#nextRequest(), this, address);
     if (this.#current === undefined) this.#retryLater(address);
+  }
+
+  /** The request as it goes out: the same every time, but under the (test-only) fresh-id mutation. */
+  #nextRequest(): Request {
+    const request = this.request;
+    const fresh = this.#sentOnce ? this.#policy.freshId : undefined;
+    this.#sentOnce = true;
+    if (fresh === undefined || !("id" in request) || request.id === undefined) return request;
+    return { ...request, id: fresh() } as Request;
   }
 
   /** Tries again after `intervalMs`, or sooner once a node other than `stuckAt` is the active. */

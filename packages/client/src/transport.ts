@@ -63,6 +63,7 @@ export class Transport implements Router, ConnectionListener {
       reconnectJitterMs: options.reconnectJitterMs,
       hintIntervalMs: options.retryIntervalMs,
       answerTimeoutMs: options.answerTimeoutMs,
+      random: options.random,
     });
     // Next tick, so that listeners attached right after construction see the first events. A
     // request sent before then connects at once (see send).

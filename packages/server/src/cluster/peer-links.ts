@@ -67,11 +67,19 @@ export class PeerLinks {
   /**
    * A heartbeat to every peer: this node's role (a standby while `handingOff`: it no longer serves,
    * and the successor must not see a rival active), its epochs, and the active it hears itself (or
-   * itself), never one it only heard of: see Membership.vouchedActive.
+   * itself), never one it only heard of: see Membership.vouchedActive. A standby still `listening`
+   * after its start or a stall names none: what it read first may have waited in its sockets while
+   * it was stopped, from an active that died meanwhile, and a peer that cannot hear that active
+   * itself (a one-way cut) would step down for it (found by the simulator, seed 8931).
    */
   sendHeartbeat(handingOff: boolean): void {
     const { node, membership } = this.#deps;
-    const heardActive = node.role === "active" ? membership.selfAddress : membership.liveActive()?.address;
+    const heardActive =
+      node.role === "active"
+        ? membership.selfAddress
+        : membership.listening
+          ? undefined
+          : membership.liveActive()?.address;
     const line = encodePeer({
       peer: "B",
       node: membership.selfAddress,

@@ -14,7 +14,11 @@
  *   that node while its lease runs (replicated holders survive failover);
  * - waiters queued on one node for one key are granted in the order they queued;
  * - after the last heal exactly one node is active and every standby's table equals the active's;
- * - no client operation is left unsettled.
+ * - no client operation is left unsettled, and none fails in a way a fault cannot explain (an
+ *   acquire or a release refused by the server, a protocol error).
+ *
+ * The client operations are those of the real @lock/client (sim-app.ts), named by the workload
+ * (`c0#3`); the grants are what the nodes sent, with request ids named by RequestLabels.
  */
 
 import { tokenEpoch } from "@lock/protocol";
@@ -51,12 +55,23 @@ export class History {
     grants: 0,
     timeouts: 0,
     gaveUp: 0,
+    /** tryAcquire found the key taken. */
+    busy: 0,
+    /** Every connection was tried (a node down or cut off) and the acquire did not wait for one. */
+    noServer: 0,
+    /** A late grant whose refresh failed, handed out as LockLostError. */
+    lost: 0,
+    aborted: 0,
     errors: 0,
     released: 0,
     staleReleases: 0,
     abandonedReleases: 0,
-    lateGrants: 0,
     windows: 0,
+    /** What the clients' failover code did (their events): it must run, or faults missed them. */
+    redirects: 0,
+    retries: 0,
+    disconnects: 0,
+    locksLost: 0,
   };
   readonly #pending = new Set<string>();
   #now: () => number;
@@ -163,20 +178,19 @@ export class History {
     this.counts.grants += 1;
   }
 
+  /** `outcome`: `granted` (counted by `acquired`), one of EXPLAINED's, or anything else: a failure. */
   acquireSettled(client: string, id: string, outcome: string): void {
     this.#pending.delete(`${client} ${id}`);
-    if (outcome === "timed-out") this.counts.timeouts += 1;
-    else if (outcome === "gave-up") this.counts.gaveUp += 1;
-    else if (outcome.startsWith("error")) {
+    if (outcome === "granted") {
+      this.#pending.add(`${client} ${id} release`);
+      return;
+    }
+    const counted = EXPLAINED.get(outcome);
+    if (counted !== undefined) this.counts[counted] += 1;
+    else {
       this.counts.errors += 1;
       this.fail(`${client} ${id}: acquire failed with ${outcome}`);
     }
-    this.#pending.add(`${client} ${id} release`);
-    if (outcome !== "granted") this.#pending.delete(`${client} ${id} release`);
-  }
-
-  lateGrant(_client: string, _key: string, _token: bigint): void {
-    this.counts.lateGrants += 1;
   }
 
   released(client: string, id: string, _key: string, _token: bigint, outcome: string): void {
@@ -192,6 +206,16 @@ export class History {
     return [...this.#pending];
   }
 }
+
+/** The outcomes of an acquire that faults explain, and what each counts as. */
+const EXPLAINED = new Map<string, "timeouts" | "gaveUp" | "busy" | "noServer" | "lost" | "aborted">([
+  ["timed-out", "timeouts"],
+  ["gave-up", "gaveUp"],
+  ["busy", "busy"],
+  ["no-server", "noServer"],
+  ["lost", "lost"],
+  ["aborted", "aborted"],
+]);
 
 function describe(issue: Issue): string {
   return `${issue.token} by ${issue.node} at ${issue.at.toFixed(1)} for ${issue.id ?? "-"}${issue.window ? ` (window ${issue.window})` : ""}`;

@@ -10,6 +10,8 @@ export type Fault =
       readonly at: number;
       readonly forMs: number;
       readonly side: readonly number[];
+      /** The applications (client indexes) on `side`'s side; the others are with the rest. */
+      readonly clients: readonly number[];
     }
   | {
       readonly kind: "one-way";
@@ -27,6 +29,8 @@ export type Fault =
       readonly delayMs: number;
     }
   | { readonly kind: "reset"; readonly at: number; readonly forMs: 0; readonly node: number }
+  /** A middlebox drops one client connection of the node: both ends see it close. */
+  | { readonly kind: "client-reset"; readonly at: number; readonly forMs: 0; readonly node: number }
   | { readonly kind: "restart-all"; readonly at: number; readonly forMs: number };
 
 const KINDS: ReadonlyArray<readonly [Fault["kind"], number]> = [
@@ -37,22 +41,23 @@ const KINDS: ReadonlyArray<readonly [Fault["kind"], number]> = [
   ["one-way", 2],
   ["delay", 2],
   ["reset", 2],
+  ["client-reset", 2],
   ["restart-all", 1],
 ];
 const TOTAL_WEIGHT = KINDS.reduce((sum, [, weight]) => sum + weight, 0);
 
-/** A seeded schedule of `steps` faults over `nodes` nodes, starting at `startMs`. */
-export function planFaults(rng: Rng, nodes: number, steps: number, startMs: number): Fault[] {
+/** A seeded schedule of `steps` faults over `nodes` nodes and `clients` applications, from `startMs`. */
+export function planFaults(rng: Rng, nodes: number, steps: number, startMs: number, clients = 0): Fault[] {
   const faults: Fault[] = [];
   let at = startMs;
   for (let i = 0; i < steps; i++) {
     at += rng.int(100, 1_500);
-    faults.push(pickFault(rng, nodes, at));
+    faults.push(pickFault(rng, nodes, clients, at));
   }
   return faults;
 }
 
-function pickFault(rng: Rng, nodes: number, at: number): Fault {
+function pickFault(rng: Rng, nodes: number, clients: number, at: number): Fault {
   let roll = rng.int(1, TOTAL_WEIGHT);
   let kind: Fault["kind"] = "kill";
   for (const [candidate, weight] of KINDS) {
@@ -74,7 +79,8 @@ function pickFault(rng: Rng, nodes: number, at: number): Fault {
       const side = [...Array(nodes).keys()].filter(() => rng.chance(0.5));
       if (side.length === 0) side.push(node);
       if (side.length === nodes) side.pop();
-      return { kind, at, forMs, side };
+      const withSide = [...Array(clients).keys()].filter(() => rng.chance(0.5));
+      return { kind, at, forMs, side, clients: withSide };
     }
     case "one-way":
     case "delay": {
@@ -84,6 +90,7 @@ function pickFault(rng: Rng, nodes: number, at: number): Fault {
         : { kind, at, forMs, from: node, to, delayMs: rng.int(20, 600) };
     }
     case "reset":
+    case "client-reset":
       return { kind, at, forMs: 0, node };
     case "restart-all":
       return { kind, at, forMs: rng.int(50, 1_500) };
@@ -101,14 +108,18 @@ export function describeFault(fault: Fault, names: readonly string[]): string {
       return `${at}  SIGTERM ${names[fault.node]} (graceful), restart ${span.replace("for ", "after ")}`;
     case "stall":
       return `${at}  SIGSTOP ${names[fault.node]} ${span}`;
-    case "partition":
-      return `${at}  partition {${fault.side.map((i) => names[i]).join(",")}} from the others ${span}`;
+    case "partition": {
+      const inside = [...fault.side.map((i) => names[i]), ...fault.clients.map((i) => `c${i}`)];
+      return `${at}  partition {${inside.join(",")}} from the others ${span}`;
+    }
     case "one-way":
       return `${at}  cut ${names[fault.from]} -> ${names[fault.to]} (one way) ${span}`;
     case "delay":
       return `${at}  delay ${names[fault.from]} -> ${names[fault.to]} by ${fault.delayMs} ms ${span}`;
     case "reset":
       return `${at}  reset a peer connection of ${names[fault.node]}`;
+    case "client-reset":
+      return `${at}  reset a client connection of ${names[fault.node]}`;
     case "restart-all":
       return `${at}  kill -9 every node, restart all after ${fault.forMs} ms`;
   }

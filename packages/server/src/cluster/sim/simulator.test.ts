@@ -1,12 +1,12 @@
 import { randomInt } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { simulate } from "./simulator.js";
+import { type Mutation, simulate } from "./simulator.js";
 
 /** Runs seeds `from`..`from + count - 1`; returns the failing results (only the first if asked). */
 async function run(
   from: number,
   count: number,
-  options: { mutation?: "same-node-id"; nodes?: number; stopAtFirst?: boolean } = {},
+  options: { mutation?: Mutation; nodes?: number; stopAtFirst?: boolean } = {},
 ) {
   const { stopAtFirst, ...shape } = options;
   const failed = [];
@@ -32,8 +32,11 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
   it("seeds that found bugs replay clean", async () => {
     // 6397: an active ignored a rival's `!P` (raised epoch) and granted below it until the next
     // heartbeat. 846, 6820, 7030: a failed handoff resumed serving at an epoch below one heard meanwhile.
+    // 8931 (with the real client): a standby resumed from SIGSTOP read heartbeats of an active killed
+    // meanwhile and vouched for it; a node cut off from it one way stepped down for the dead active,
+    // and the two redirected the client to each other until it failed (more than 5 redirects).
     const failed = [];
-    for (const seed of [846, 6397, 6820, 7030]) {
+    for (const seed of [846, 6397, 6820, 7030, 8931]) {
       const result = await simulate({ seed });
       if (!result.ok) failed.push(result);
     }
@@ -51,10 +54,21 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
     expect(found?.failures.some((failure) => failure.includes("issued twice"))).toBe(true);
   });
 
+  it("finds a client that retries under a fresh request id within the slice (@lock/client's testMutation)", async () => {
+    // The real client runs in the simulator: a retry of a release or an extension on another
+    // connection proves ownership by the acquire's id only, so a fresh id is refused (NOT_OWNER).
+    const [found] = await run(1, 500, { mutation: "fresh-retry-id", stopAtFirst: true });
+    expect(found?.failures.some((failure) => failure.includes("NOT_OWNER"))).toBe(true);
+  });
+
   it("replays a seed exactly", async () => {
     const first = await simulate({ seed: 42 });
     const again = await simulate({ seed: 42 });
     expect(again).toEqual(first);
     expect(first.counts.grants).toBeGreaterThan(0);
+    // The faults reached the real client's failover code: redirects, moves and reconnects.
+    expect(first.counts.redirects).toBeGreaterThan(0);
+    expect(first.counts.retries).toBeGreaterThan(0);
+    expect(first.counts.disconnects).toBeGreaterThan(0);
   });
 });

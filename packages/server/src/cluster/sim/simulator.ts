@@ -1,12 +1,14 @@
 import { History } from "./history.js";
+import { scheduleFault } from "./inject.js";
 import { describeFault, type Fault, planFaults } from "./nemesis.js";
-import type { Network } from "./network.js";
-import type { Scheduler } from "./scheduler.js";
-import { SimClient } from "./sim-client.js";
+import { RequestLabels } from "./request-labels.js";
+import { type ClientMutation, SimApp } from "./sim-app.js";
 import type { NodeObserver, SimNode } from "./sim-node.js";
-import { type Mutation, SimWorld } from "./world.js";
+import { SimWorld, type Mutation as WorldMutation } from "./world.js";
 
-export type { Mutation } from "./world.js";
+/** A bug put in on purpose, in the nodes (world.ts) or in the client (sim-app.ts). */
+export type Mutation = WorldMutation | ClientMutation;
+export const MUTATIONS: readonly Mutation[] = ["none", "same-node-id", "clock-behind", "fresh-retry-id"];
 
 export interface SimOptions {
   readonly seed: number;
@@ -34,11 +36,15 @@ export interface SimResult {
 const SETTLE_MS = 4_000;
 /** Clients stop starting operations this long after the heal; they must all settle soon after. */
 const TRAFFIC_AFTER_HEAL_MS = 2_000;
-const DRAIN_LIMIT_MS = 15_000;
+/**
+ * An operation started just before the drain may take its wait, the reply grace, a hold of twice
+ * its lease and a release's retries; then its client closes (releases retried at most 5 s more).
+ */
+const DRAIN_LIMIT_MS = 25_000;
 
 /**
  * Runs one seeded schedule: N real cluster nodes (LockNode, Replicator, Cluster) on one manual
- * clock, simulated clients that behave like @lock/client, and a nemesis (kills, graceful stops,
+ * clock, applications using the real @lock/client over the simulated network, and a nemesis (kills, graceful stops,
  * stalls, partitions, one-way cuts, delays, connection resets, restarts of every node), then heals
  * everything and checks the history (history.ts). The same seed gives the same run.
  */
@@ -46,17 +52,19 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   let world: SimWorld | undefined;
   const now = () => world?.now ?? 0;
   const history = new History(now);
+  const labels = new RequestLabels();
   const log = options.log
     ? (line: string) => options.log!(`${now().toFixed(1).padStart(8)} ${line}`)
     : undefined;
   world = new SimWorld({
     seed: options.seed,
     nodes: options.nodes ?? 3,
-    observer: recordingObserver(history, () => world!, log),
-    ...(options.mutation ? { mutation: options.mutation } : {}),
+    observer: recordingObserver(history, () => world!, labels, log),
+    ...(isClientMutation(options.mutation) ? {} : { mutation: options.mutation }),
   });
-  const plan = schedule(world, history, options, log);
+  const plan = schedule(world, history, options, labels, log);
   await runUntilSettled(world, history, plan, log);
+  for (const app of plan.clients) if (app.busy) history.fail(`${app.name}'s client never finished closing`);
   const unsettled = history.unsettled();
   if (unsettled.length > 0) history.fail(`operations never settled: ${unsettled.slice(0, 5).join("; ")}`);
   return {
@@ -74,18 +82,20 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
 function recordingObserver(
   history: History,
   world: () => SimWorld,
+  labels: RequestLabels,
   log: ((line: string) => void) | undefined,
 ): NodeObserver {
   return {
     issued: (node, key, token, id, leaseMs) => {
-      log?.(`${node.name} grants ${key} ${token} to ${id}`);
+      const label = labels.label(id);
+      log?.(`${node.name} grants ${key} ${token} to ${label}`);
       history.serving(world().servingCount);
       const own = node.lock?.epoch ?? 0n;
       const told = own > node.toldEpoch ? own : node.toldEpoch;
-      history.issued(node.term, node.name, key, token, id, leaseMs, told);
+      history.issued(node.term, node.name, key, token, label, leaseMs, told);
     },
-    queued: (node, key, id) => history.queued(node.term, key, id),
-    dequeued: (node, key, id, granted) => history.dequeued(node.term, key, id, granted),
+    queued: (node, key, id) => history.queued(node.term, key, labels.label(id)),
+    dequeued: (node, key, id, granted) => history.dequeued(node.term, key, labels.label(id), granted),
     refusedRelease: (node, key, token) => history.refusedRelease(node.term, key, token),
     roleChanged: (node, role, reason) => {
       log?.(`${node.name} ${role}: ${reason} (epoch ${node.lock?.epoch})`);
@@ -102,7 +112,7 @@ function recordingObserver(
 
 /** The run's plan: its clients, its faults, when everything heals and when clients stop. */
 interface Plan {
-  readonly clients: readonly SimClient[];
+  readonly clients: readonly SimApp[];
   readonly faults: readonly Fault[];
   readonly healAt: number;
   readonly drainAt: number;
@@ -113,20 +123,30 @@ function schedule(
   world: SimWorld,
   history: History,
   options: SimOptions,
+  labels: RequestLabels,
   log: ((line: string) => void) | undefined,
 ): Plan {
   const { rng, scheduler, network, nodes, names } = world;
   const keys = ["k0", "k1", "k2"];
+  const mutation = isClientMutation(options.mutation) ? options.mutation : undefined;
   const clients = [...Array(options.clients ?? 3).keys()].map(
-    (i) => new SimClient(`c${i}`, names, keys, scheduler, network, rng.fork(), history),
+    (i) =>
+      new SimApp(`c${i}`, world, history, {
+        keys,
+        rng: rng.fork(),
+        jitter: rng.fork(),
+        labels,
+        mutation,
+        log,
+      }),
   );
-  for (const client of clients) network.addHost(client);
 
   for (const node of nodes) scheduler.at(rng.int(0, 300), () => node.start());
   for (const client of clients) scheduler.at(rng.int(300, 600), () => client.start());
-  const faults = planFaults(rng.fork(), nodes.length, options.steps ?? 8, 1_500);
+  const faults = planFaults(rng.fork(), nodes.length, options.steps ?? 8, 1_500, clients.length);
+  const clientNames = clients.map((client) => client.name);
   for (const fault of faults) {
-    scheduleFault(fault, nodes, network, scheduler);
+    scheduleFault(fault, world, clientNames);
     if (log) scheduler.at(fault.at, () => log(`fault: ${describeFault(fault, names).trim()}`));
   }
   const lastEnd = Math.max(1_500, ...faults.map((fault) => fault.at + fault.forMs));
@@ -199,86 +219,10 @@ function converged(nodes: readonly SimNode[]): string | undefined {
   return undefined;
 }
 
-function show(table: Map<string, bigint>): string {
-  return `{${[...table].map(([key, token]) => `${key}=${token}`).join(" ")}}`;
+function isClientMutation(mutation: Mutation | undefined): mutation is ClientMutation {
+  return mutation === "fresh-retry-id";
 }
 
-function scheduleFault(
-  fault: Fault,
-  nodes: readonly SimNode[],
-  network: Network,
-  scheduler: Scheduler,
-): void {
-  const names = nodes.map((node) => node.name);
-  const at = (time: number, run: () => void) => scheduler.at(time, run);
-  const end = fault.at + fault.forMs;
-  switch (fault.kind) {
-    case "kill": {
-      const node = nodes[fault.node]!;
-      at(fault.at, () => node.kill());
-      at(end, () => {
-        if (!node.up) node.start();
-      });
-      return;
-    }
-    case "stop": {
-      const node = nodes[fault.node]!;
-      at(fault.at, () => node.stop());
-      at(end, () => {
-        if (!node.up) node.start();
-      });
-      return;
-    }
-    case "stall": {
-      const node = nodes[fault.node]!;
-      at(fault.at, () => node.pause());
-      at(end, () => node.resume());
-      return;
-    }
-    case "partition": {
-      const inside = new Set(fault.side);
-      const pairs: Array<[string, string]> = [];
-      for (let a = 0; a < names.length; a++)
-        for (let b = 0; b < names.length; b++)
-          if (inside.has(a) !== inside.has(b)) pairs.push([names[a]!, names[b]!]);
-      at(fault.at, () => {
-        for (const [from, to] of pairs) network.cut(from, to);
-      });
-      at(end, () => {
-        for (const [from, to] of pairs) network.uncut(from, to);
-      });
-      return;
-    }
-    case "one-way": {
-      const from = names[fault.from]!;
-      const to = names[fault.to]!;
-      at(fault.at, () => network.cut(from, to));
-      at(end, () => network.uncut(from, to));
-      return;
-    }
-    case "delay": {
-      const from = names[fault.from]!;
-      const to = names[fault.to]!;
-      at(fault.at, () => network.setDelay(from, to, fault.delayMs));
-      at(end, () => network.setDelay(from, to, 0));
-      return;
-    }
-    case "reset": {
-      const name = names[fault.node]!;
-      at(fault.at, () => {
-        network.resetOne(
-          (c) => c.hosts.includes(name) && names.includes(c.hosts[0]) && names.includes(c.hosts[1]),
-        );
-      });
-      return;
-    }
-    case "restart-all":
-      at(fault.at, () => {
-        for (const node of nodes) node.kill();
-      });
-      at(end, () => {
-        for (const node of nodes) if (!node.up) node.start();
-      });
-      return;
-  }
+function show(table: Map<string, bigint>): string {
+  return `{${[...table].map(([key, token]) => `${key}=${token}`).join(" ")}}`;
 }

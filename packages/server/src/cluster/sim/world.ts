@@ -1,3 +1,4 @@
+import { TimerQueue } from "@lock/deadline-heap";
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from "../../epoch/epoch-plan.js";
 import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../membership.js";
 import { type Connection, Network } from "./network.js";
@@ -44,6 +45,10 @@ export class SimWorld {
   readonly names: readonly string[];
   readonly nodes: readonly SimNode[];
   events = 0;
+  /** The timer queues of the simulated applications' clients, run on the world's clock. */
+  readonly #appTimers: TimerQueue[] = [];
+  /** An event ran application code: its promise continuations run before the next event. */
+  #appRan = false;
 
   constructor(options: WorldOptions) {
     const mutation = options.mutation ?? "none";
@@ -88,6 +93,21 @@ export class SimWorld {
     return this.nodes.filter((node) => node.serving).length;
   }
 
+  /**
+   * A TimerQueue on the world's clock for one application's client: the world runs it like a
+   * node's timers, so every timer of the client is an event of the world.
+   */
+  appTimers(): TimerQueue {
+    const timers = new TimerQueue(this.scheduler.clock, { host: "manual" });
+    this.#appTimers.push(timers);
+    return timers;
+  }
+
+  /** Application code runs in this event (a socket event, a timer, a step of its workload). */
+  appRuns(): void {
+    this.#appRan = true;
+  }
+
   /** Cuts both directions between every node of `side` and every other node. */
   partition(side: readonly number[], cut = true): void {
     const inside = new Set(side);
@@ -102,30 +122,52 @@ export class SimWorld {
   /**
    * Runs events in time order until the clock reaches `untilMs` or `done()` holds after an event
    * (checked after every one); true if `done()` held. `afterEach` runs after every event.
+   *
+   * The applications use @lock/client, whose API is promises: after an event that ran their code,
+   * every continuation it made runnable runs before the next event (a macrotask turn lets Node run
+   * all pending `nextTick`s and microtasks, however long the chain). Nothing else runs in that
+   * turn: every timer and socket of theirs is the world's, so the order stays the seed's.
    */
   async runUntil(untilMs: number, done?: () => boolean, afterEach?: () => void): Promise<boolean> {
     for (;;) {
       if (done?.()) return true;
-      let nextNode: SimNode | undefined;
-      let nextAt = this.scheduler.nextAt ?? Number.POSITIVE_INFINITY;
-      for (const node of this.nodes) {
-        const at = node.nextTimerAt;
-        if (at !== undefined && at < nextAt) {
-          nextAt = at;
-          nextNode = node;
-        }
-      }
+      const eventAt = this.scheduler.nextAt ?? Number.POSITIVE_INFINITY;
+      const timers = this.#firstTimers();
+      const nextAt = Math.min(eventAt, timers?.at ?? Number.POSITIVE_INFINITY);
       if (nextAt > untilMs) {
         this.scheduler.clock.set(Math.max(untilMs, this.scheduler.now));
         return done?.() ?? false;
       }
-      if (nextNode && nextAt === nextNode.nextTimerAt) {
+      // A scheduler event at the same time as a timer goes first.
+      if (timers && nextAt < eventAt) {
         this.scheduler.clock.set(Math.max(nextAt, this.scheduler.now));
-        nextNode.runTimers();
+        if (timers.of instanceof TimerQueue) {
+          this.#appRan = true;
+          timers.of.runDue();
+        } else timers.of.runTimers();
       } else this.scheduler.runNext(nextAt);
       this.events += 1;
+      if (this.#appRan) {
+        this.#appRan = false;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
       afterEach?.();
     }
+  }
+
+  /** Whose timers are due first: a running node's or an application's (ties: nodes, in order). */
+  #firstTimers(): { at: number; of: SimNode | TimerQueue } | undefined {
+    let at = Number.POSITIVE_INFINITY;
+    let of: SimNode | TimerQueue | undefined;
+    for (const node of this.nodes) {
+      const due = node.nextTimerAt;
+      if (due !== undefined && due < at) [at, of] = [due, node];
+    }
+    for (const timers of this.#appTimers) {
+      const due = timers.nextDeadline;
+      if (due !== undefined && due < at) [at, of] = [due, timers];
+    }
+    return of === undefined ? undefined : { at, of };
   }
 
   runFor(ms: number, done?: () => boolean): Promise<boolean> {
