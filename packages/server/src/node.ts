@@ -2,6 +2,7 @@ import { type Timer, TimerQueue } from "@lock/deadline-heap";
 import { DeadlineTimer } from "./deadline-timer.js";
 import { type Clock, monotonicClock } from "./engine/clock.js";
 import { type EngineJournal, LockEngine } from "./engine/engine.js";
+import type { HoldRule } from "./engine/lock-mode.js";
 import { type SemaphoreRule, SemaphoreRules } from "./engine/semaphore-rules.js";
 import { TokenIssuer } from "./engine/token-issuer.js";
 import { EpochKeeper, type LearnOutcome } from "./epoch/epoch-keeper.js";
@@ -50,6 +51,8 @@ export interface LockNodeOptions {
   readonly epochStore?: EpochStore;
   /** Keys that are semaphores of a fixed number of permits, by pattern (SemaphoreRules). */
   readonly semaphores?: readonly SemaphoreRule[];
+  /** @internal The simulator's negative control only (LockEngine's holdRule). */
+  readonly holdRule?: HoldRule;
 }
 
 /**
@@ -135,6 +138,7 @@ export class LockNode {
         ...(options.journal ? { journal: options.journal } : {}),
         limits: { maxKeys: options.limits.maxKeys, maxWaitersPerKey: options.limits.maxWaitersPerKey },
         ...(options.semaphores?.length ? { semaphores: new SemaphoreRules(options.semaphores) } : {}),
+        ...(options.holdRule ? { holdRule: options.holdRule } : {}),
       });
       this.#timer = new DeadlineTimer(
         {

@@ -86,6 +86,20 @@ describe("LockEngine lock modes", () => {
     expect(acquire("e", permits(3))).toMatchObject({ status: "granted", slot: 0 });
   });
 
+  it("tells of a cancelled head before it grants the readers behind it", () => {
+    const { engine, granted, acquire } = setup();
+    const reader = tokenOf(acquire("r1", SHARED));
+    acquire("w", EXCLUSIVE, 0, "w-id");
+    acquire("r2", SHARED);
+    const order: string[] = [];
+    engine.cancel("k", "w-id", (payload) =>
+      order.push(`cancelled ${payload} with ${granted.length} granted`),
+    );
+    expect(order).toEqual(["cancelled w with 0 granted"]);
+    expect(granted.map((g) => g.payload)).toEqual(["r2"]);
+    expect(engine.release("k", reader)).toBe(true);
+  });
+
   it("replays a retried acquire (same id) with the same token and slot", () => {
     const { acquire } = setup();
     acquire("a", permits(2), 0, "id-a");

@@ -17,7 +17,15 @@ import {
 } from "./engine-types.js";
 import { HeldListing, mostContended } from "./held-listing.js";
 import { KeyTable } from "./key-table.js";
-import { canHoldBeside, EXCLUSIVE, type LockMode, modeConflict, permits, SHARED } from "./lock-mode.js";
+import {
+  canHoldBeside,
+  EXCLUSIVE,
+  type HoldRule,
+  type LockMode,
+  modeConflict,
+  permits,
+  SHARED,
+} from "./lock-mode.js";
 import { type HeldRecord, Holder, KeyState, NO_TOKEN, Session, slotOf, Waiter } from "./records.js";
 import type { SemaphoreRules } from "./semaphore-rules.js";
 import type { TokenIssuer } from "./token-issuer.js";
@@ -57,6 +65,8 @@ export class LockEngine<P> {
   readonly #events: EngineEvents<P>;
   readonly #journal: EngineJournal | undefined;
   readonly #limits: EngineLimits;
+  /** Which holds may share a key (lock-mode.ts); the simulator's negative control swaps in a wrong one. */
+  readonly #holdRule: HoldRule;
   /** Configured semaphores by key pattern (`--semaphores`); undefined when there are none. */
   readonly #semaphores: SemaphoreRules | undefined;
   #waiters = 0;
@@ -86,7 +96,10 @@ export class LockEngine<P> {
     journal?: EngineJournal;
     limits?: Partial<EngineLimits>;
     semaphores?: SemaphoreRules;
+    /** @internal Only for the simulator's negative control (a rule with a bug on purpose). */
+    holdRule?: HoldRule;
   }) {
+    this.#holdRule = options.holdRule ?? canHoldBeside;
     this.#semaphores = options.semaphores?.size ? options.semaphores : undefined;
     this.#clock = options.clock;
     this.#tokens = options.tokens;
@@ -147,7 +160,7 @@ export class LockEngine<P> {
     }
     if (
       state.waiterCount === 0 &&
-      canHoldBeside(mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)
+      this.#holdRule(mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)
     )
       return this.#grantArrival(state, mode, input.leaseMs, input.id, session);
     if (state.waiterCount >= this.#limits.maxWaitersPerKey)
@@ -183,7 +196,7 @@ export class LockEngine<P> {
     }
     if (
       state.waiterCount === 0 &&
-      canHoldBeside(mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)
+      this.#holdRule(mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)
     )
       return this.#grantArrival(state, mode, leaseMs, id, session);
     return { status: "busy" };
@@ -241,12 +254,14 @@ export class LockEngine<P> {
   /**
    * Withdraws the queued acquire `id` of `key` (the client gave up, e.g. an AbortSignal).
    * Returns its payload, or undefined if no such waiter (it may have been granted already).
+   * `withdrawn` runs with the payload once it is out of the queue, before the waiters behind it
+   * that may now hold the key are granted: events keep the order of the changes.
    */
-  cancel(key: string, id: string): P | undefined {
+  cancel(key: string, id: string, withdrawn?: (payload: P) => void): P | undefined {
     const waiter = this.#keys.get(key)?.findWaiter(id);
     if (waiter === undefined) return undefined;
     this.counters.cancels += 1;
-    this.#withdraw(waiter);
+    this.#withdraw(waiter, withdrawn && (() => withdrawn(waiter.payload)));
     return waiter.payload;
   }
 
@@ -476,23 +491,23 @@ export class LockEngine<P> {
     const state = this.#keys.get(key);
     if (state === undefined) return [];
     const now = this.#clock.now();
-    if (state.token !== NO_TOKEN)
-      return [
-        {
-          token: state.token,
-          remainingMs: state.deadline - now,
-          id: state.holderId,
-          mode: "exclusive",
-          slot: undefined,
-        },
-      ];
-    const holders = [...(state.holders?.values() ?? [])].map((h) => ({
+    // Both the key's own exclusive holder and its set, though they never coexist: the checks
+    // that read this (tests, the simulator's checker) must see it if they ever did.
+    const holders: KeyHolder[] = [...(state.holders?.values() ?? [])].map((h) => ({
       token: h.token,
       remainingMs: h.deadline - now,
       id: h.holderId,
       mode: state.holders!.kind,
       slot: h.slot < 0 ? undefined : h.slot,
     }));
+    if (state.token !== NO_TOKEN)
+      holders.push({
+        token: state.token,
+        remainingMs: state.deadline - now,
+        id: state.holderId,
+        mode: "exclusive",
+        slot: undefined,
+      });
     return holders.sort((x, y) => (x.token < y.token ? -1 : 1));
   }
 
@@ -682,7 +697,7 @@ export class LockEngine<P> {
   #grantWaiting(state: KeyState<P>): void {
     let granted: Array<[Waiter<P>, HeldRecord<P>]> | undefined;
     for (let head = state.head; head !== undefined; head = state.head) {
-      if (!canHoldBeside(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
+      if (!this.#holdRule(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
       this.#dropWaiter(head);
       const held = this.#hold(state, head.mode, this.#tokens.next(), head.id, head.session, -1);
       this.#scheduleGrant(state, held, head);

@@ -40,6 +40,9 @@ export function modeConflict(mode: LockMode, semaphoreLimit: number | undefined)
  * exclusive one is not at the head, so it waits). `maxShared` caps one key's shared holders (more
  * wait their turn). Plain arguments, no object: it runs on every contended acquire.
  */
+/** The shape of `canHoldBeside`: the engine takes another only for a negative control. */
+export type HoldRule = (mode: LockMode, holding: HoldingKind, holders: number, maxShared: number) => boolean;
+
 export function canHoldBeside(
   mode: LockMode,
   holding: HoldingKind,

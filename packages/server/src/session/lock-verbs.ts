@@ -243,8 +243,9 @@ export class LockVerbs implements AcquireSink {
 
   #cancel(request: VerbRequest<"C">): void {
     // The withdrawn acquire gets its own reply (`T`) on whichever session queued it.
-    const sink = this.#ctx.node.engine.cancel(request.key, request.id);
-    sink?.timedOut(request.key, request.id);
+    const sink = this.#ctx.node.engine.cancel(request.key, request.id, (withdrawn) =>
+      withdrawn.timedOut(request.key, request.id),
+    );
     this.#send({ kind: "C", key: request.key, cancelled: sink !== undefined });
   }
 

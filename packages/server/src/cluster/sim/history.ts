@@ -132,6 +132,31 @@ export class History {
     this.#issues.push(issue);
   }
 
+  /**
+   * The holders `node` has for `key` right now (checked after every event on every serving node):
+   * an exclusive holder alone, shared holders only beside shared ones, a semaphore's permits at most
+   * `limit` and on distinct slots below it.
+   */
+  holding(
+    node: string,
+    key: string,
+    holders: ReadonlyArray<{ readonly mode: string; readonly slot: number | undefined }>,
+    limit: number | undefined,
+  ): void {
+    if (holders.length < 2 && holders.every((h) => h.mode !== "permit" || (h.slot ?? 0) < (limit ?? 1)))
+      return;
+    const modes = new Set(holders.map((h) => h.mode));
+    const what = `${node} holds ${key} as ${holders.map((h) => (h.slot === undefined ? h.mode : `${h.mode}:${h.slot}`)).join(", ")}`;
+    if (modes.size > 1 || modes.has("exclusive")) this.fail(`${what}: an exclusive holder beside another`);
+    else if (modes.has("permit")) {
+      const slots = new Set(holders.map((h) => h.slot));
+      if (limit !== undefined && holders.length > limit) this.fail(`${what}: more than ${limit} permits`);
+      else if (slots.size < holders.length) this.fail(`${what}: two permits on one slot`);
+      else if ([...slots].some((slot) => slot === undefined || slot >= (limit ?? 0)))
+        this.fail(`${what}: a slot out of range`);
+    }
+  }
+
   /** `term` names one node's run as the active: its queue order is checked within it. */
   queued(term: string, key: string, id: string): void {
     const queue = this.#queues.get(`${term} ${key}`) ?? [];

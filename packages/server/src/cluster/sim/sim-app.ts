@@ -12,10 +12,14 @@ import type { Rng } from "./rng.js";
 import { AppHost, SimSocket } from "./sim-socket.js";
 import type { SimWorld } from "./world.js";
 
+/** The permits of the workload's semaphore keys (those whose name starts with `s`). */
+export const SEMAPHORE_PERMITS = 2;
+
 /** A bug put into the client on purpose (its `testMutation`): the checker must then fail. */
 export type ClientMutation = "fresh-retry-id";
 
 export interface AppOptions {
+  /** Keys whose name starts with `s` are semaphores of SEMAPHORE_PERMITS; the others read/write locks. */
   readonly keys: readonly string[];
   /** The workload's choices: operations, keys, leases, waits, holds. */
   readonly rng: Rng;
@@ -113,20 +117,28 @@ export class SimApp {
     this.history.released(this.name, op, key, lock.token, outcome);
   }
 
-  /** acquire (7 in 10, some with autoExtend or waitForReady), tryAcquire (2), an aborted acquire (1). */
+  /**
+   * acquire (7 in 10, some with autoExtend or waitForReady), tryAcquire (2), an aborted acquire (1);
+   * a permit of a semaphore key, else exclusive (3 in 4) or shared.
+   */
   #acquire(client: LockClient, key: string, leaseMs: number): Promise<Lock | null> {
     const { rng } = this.options;
     const kind = rng.int(0, 9);
     const waitMs = rng.int(100, 3_000);
+    const hold = key.startsWith("s")
+      ? { permits: SEMAPHORE_PERMITS }
+      : rng.chance(0.25)
+        ? { mode: "shared" as const }
+        : {};
     if (kind < 7) {
       const autoExtend = rng.chance(0.2);
       const waitForReady = rng.chance(0.3);
-      return client.acquire(key, { leaseMs, waitMs, autoExtend, waitForReady });
+      return client.acquire(key, { leaseMs, waitMs, autoExtend, waitForReady, ...hold });
     }
-    if (kind < 9) return client.tryAcquire(key, { leaseMs });
+    if (kind < 9) return client.tryAcquire(key, { leaseMs, ...hold });
     const controller = new AbortController();
     this.#after(rng.int(0, waitMs), () => controller.abort());
-    return client.acquire(key, { leaseMs, waitMs, signal: controller.signal });
+    return client.acquire(key, { leaseMs, waitMs, signal: controller.signal, ...hold });
   }
 
   /** Holds the lock, sometimes past its lease (a stalled holder), sometimes extending it midway. */

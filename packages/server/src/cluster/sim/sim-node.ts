@@ -7,6 +7,7 @@ import {
   parseRequestLine,
   type Reply,
 } from "@lock/protocol";
+import type { HoldRule } from "../../engine/lock-mode.js";
 import { MemoryEpochStore } from "../../epoch/epoch-store.js";
 import { DEFAULT_SERVER_LIMITS } from "../../limits.js";
 import { LockNode } from "../../node.js";
@@ -49,6 +50,8 @@ export interface SimNodeConfig {
   readonly nodeId: number;
   /** True time (wall-clock ms) at simulated time 0. */
   readonly wallOrigin: number;
+  /** A negative control: the engine's rule of which holds share a key, with a bug in it. */
+  readonly holdRule?: HoldRule | undefined;
 }
 
 /** A client connection on a node: its lock verbs behind the simulated socket. */
@@ -78,11 +81,12 @@ class ClientSession implements ConnectionEnd {
     this.#repliesInRun += 1;
     const { node } = this;
     const observer = node.observer;
-    if (reply.kind === "A" || reply.kind === "Y") {
+    const grant = reply.kind === "A" || reply.kind === "Q";
+    if (grant || reply.kind === "Y" || reply.kind === "W") {
       observer.issued(node, reply.key, reply.token, reply.id, this.#leases.get(reply.id ?? "") ?? 0);
     }
-    if ((reply.kind === "A" || reply.kind === "T" || reply.kind === "M" || reply.kind === "E") && reply.id) {
-      if (this.#queued.delete(reply.id)) observer.dequeued(node, reply.key, reply.id, reply.kind === "A");
+    if ((grant || reply.kind === "T" || reply.kind === "M" || reply.kind === "E") && reply.id) {
+      if (this.#queued.delete(reply.id)) observer.dequeued(node, reply.key, reply.id, grant);
       this.#leases.delete(reply.id);
     }
     if (reply.kind === "R" && !reply.released && this.#releasing)
@@ -103,10 +107,11 @@ class ClientSession implements ConnectionEnd {
         throw new Error(`the simulated client sent ${JSON.stringify(line)}`);
       this.#repliesInRun = 0;
       this.#releasing = request.op === "R" ? { key: request.key, token: request.token } : undefined;
-      if (request.op === "A" && request.id) this.#leases.set(request.id, request.leaseMs);
+      const waits = request.op === "A" || request.op === "Q";
+      if (waits && request.id) this.#leases.set(request.id, request.leaseMs);
       this.verbs.run(request);
       this.#releasing = undefined;
-      if (request.op === "A" && request.id && this.#repliesInRun === 0) {
+      if (waits && request.id && this.#repliesInRun === 0) {
         this.#queued.set(request.id, request.key);
         this.node.observer.queued(this.node, request.key, request.id);
       }
@@ -116,8 +121,9 @@ class ClientSession implements ConnectionEnd {
 
   onClose(): void {
     this.node.sessions.delete(this);
-    this.verbs.close();
+    // Its queued acquires leave the queues before the waiters behind them may be granted.
     this.withdrawn();
+    this.verbs.close();
   }
 
   /** Its queued acquires are gone with it (closed, or the node was killed). */
@@ -198,6 +204,7 @@ export class SimNode implements Host {
       nodeId: config.nodeId,
       maxClockSkewMs: config.maxClockSkewMs,
       wallNow: () => config.wallOrigin + scheduler.now + config.skewMs,
+      ...(config.holdRule ? { holdRule: config.holdRule } : {}),
     });
     const events: ClusterEvents = {
       roleChanged: (role, reason) => this.observer.roleChanged(this, role, reason),
@@ -318,11 +325,17 @@ export class SimNode implements Host {
     return `${this.name}#${this.incarnation}.${this.cluster?.counters.promotions ?? 0}`;
   }
 
-  /** The holder table: key → token. */
+  /** The holder table: `<key> <token> <mode> <slot>` → token, one entry per holder. */
   table(): Map<string, bigint> {
     const table = new Map<string, bigint>();
-    for (const { key, token } of this.lock?.engine.holders() ?? []) table.set(key, token);
+    for (const { key, token, mode, slot } of this.lock?.engine.holders() ?? [])
+      table.set(`${key} ${token} ${mode.kind} ${slot}`, token);
     return table;
+  }
+
+  /** The holders of `key` on this node, with their mode and slot (the checker's view). */
+  holdersOf(key: string): Array<{ mode: string; slot: number | undefined }> {
+    return this.lock?.engine.holdersOf(key) ?? [];
   }
 
   accept(from: string, connection: Connection): ConnectionEnd | undefined {

@@ -54,6 +54,13 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
     expect(found?.failures.some((failure) => failure.includes("issued twice"))).toBe(true);
   });
 
+  it("finds an exclusive holder granted beside readers within the slice (the engine's hold rule broken)", async () => {
+    const [found] = await run(1, 500, { mutation: "writer-beside-reader", stopAtFirst: true });
+    expect(found?.failures.some((failure) => failure.includes("an exclusive holder beside another"))).toBe(
+      true,
+    );
+  });
+
   it("finds a client that retries under a fresh request id within the slice (@lock/client's testMutation)", async () => {
     // The real client runs in the simulator: a retry of a release or an extension on another
     // connection proves ownership by the acquire's id only, so a fresh id is refused (NOT_OWNER).

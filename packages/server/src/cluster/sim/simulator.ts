@@ -2,13 +2,23 @@ import { History } from "./history.js";
 import { scheduleFault } from "./inject.js";
 import { describeFault, type Fault, planFaults } from "./nemesis.js";
 import { RequestLabels } from "./request-labels.js";
-import { type ClientMutation, SimApp } from "./sim-app.js";
+import { type ClientMutation, SEMAPHORE_PERMITS, SimApp } from "./sim-app.js";
+
+/** The workload's keys: two read/write locks and a semaphore (sim-app.ts). */
+const SIM_KEYS = ["k0", "k1", "s0"];
+
 import type { NodeObserver, SimNode } from "./sim-node.js";
 import { SimWorld, type Mutation as WorldMutation } from "./world.js";
 
 /** A bug put in on purpose, in the nodes (world.ts) or in the client (sim-app.ts). */
 export type Mutation = WorldMutation | ClientMutation;
-export const MUTATIONS: readonly Mutation[] = ["none", "same-node-id", "clock-behind", "fresh-retry-id"];
+export const MUTATIONS: readonly Mutation[] = [
+  "none",
+  "same-node-id",
+  "clock-behind",
+  "writer-beside-reader",
+  "fresh-retry-id",
+];
 
 export interface SimOptions {
   readonly seed: number;
@@ -127,7 +137,7 @@ function schedule(
   log: ((line: string) => void) | undefined,
 ): Plan {
   const { rng, scheduler, network, nodes, names } = world;
-  const keys = ["k0", "k1", "k2"];
+  const keys = SIM_KEYS;
   const mutation = isClientMutation(options.mutation) ? options.mutation : undefined;
   const clients = [...Array(options.clients ?? 3).keys()].map(
     (i) =>
@@ -178,7 +188,18 @@ async function runUntilSettled(
   const nodes = world.nodes;
   let finalCheckAt = Math.max(drainAt, healAt + SETTLE_MS);
   let mismatches = 0;
-  const serving = () => history.serving(world.servingCount);
+  const serving = () => {
+    history.serving(world.servingCount);
+    for (const node of nodes)
+      if (node.serving)
+        for (const key of SIM_KEYS)
+          history.holding(
+            node.name,
+            key,
+            node.holdersOf(key),
+            key.startsWith("s") ? SEMAPHORE_PERMITS : undefined,
+          );
+  };
   try {
     for (;;) {
       await world.runUntil(finalCheckAt, undefined, serving);

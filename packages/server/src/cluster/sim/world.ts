@@ -1,4 +1,5 @@
 import { TimerQueue } from "@lock/deadline-heap";
+import { canHoldBeside, type HoldRule } from "../../engine/lock-mode.js";
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from "../../epoch/epoch-plan.js";
 import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../membership.js";
 import { type Connection, Network } from "./network.js";
@@ -11,7 +12,13 @@ import { type NodeObserver, SimNode } from "./sim-node.js";
  * failures. `same-node-id`: every node has id 0 (epochs are no longer disjoint). `clock-behind`:
  * the last node's wall clock is 30 s behind, far past the configured skew bound.
  */
-export type Mutation = "none" | "same-node-id" | "clock-behind";
+export type Mutation = "none" | "same-node-id" | "clock-behind" | "writer-beside-reader";
+
+/** The engine's hold rule with a bug on purpose: an exclusive request is granted beside readers. */
+const WRITER_BESIDE_READER: HoldRule = (mode, holding, holders, maxShared) =>
+  mode.kind === "exclusive"
+    ? holding === "none" || holding === "shared"
+    : canHoldBeside(mode, holding, holders, maxShared);
 
 export interface WorldOptions {
   readonly seed: number;
@@ -70,6 +77,7 @@ export class SimWorld {
               : (skews.float() * 2 - 1) * maxSkew * 0.9,
           maxClockSkewMs: maxSkew,
           nodeId: mutation === "same-node-id" ? 0 : index,
+          holdRule: mutation === "writer-beside-reader" ? WRITER_BESIDE_READER : undefined,
           wallOrigin: WALL_ORIGIN,
         },
         this.scheduler,
