@@ -51,7 +51,7 @@ export class Cluster implements PeerSessionHandler {
     const membership = new Membership(options.peers, options.advertise, options.timing, node.clock);
     this.membership = membership;
     this.#stall = new StallGuard(membership);
-    this.#reports = new PeerReports(events, () => node.clock.now());
+    this.#reports = new PeerReports(events, node.timers);
     this.#links = new PeerLinks({
       node,
       membership,
