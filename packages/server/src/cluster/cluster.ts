@@ -3,7 +3,8 @@ import type { NodeRole } from "@lock/protocol";
 import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
 import { Membership } from "./membership.js";
-import { ListenerHandshake } from "./peer/peer-auth.js";
+import { ListenerHandshake } from "./peer/handshake.js";
+import { type IncomingConnection, PeerListener, type PeerListenerDeps } from "./peer/peer-listener.js";
 import { PeerLinks } from "./peer-links.js";
 import { PeerReports } from "./peer-reports.js";
 import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
@@ -33,6 +34,7 @@ export class Cluster implements PeerSessionHandler {
   readonly #standby: Standby;
   readonly #stall: StallGuard;
   readonly #roles: RoleChanges;
+  readonly #listening: PeerListenerDeps;
   #timer: Timer | undefined;
   /** `stop()` began: this node takes no role it would have to hand straight back. */
   #stopping = false;
@@ -79,6 +81,16 @@ export class Cluster implements PeerSessionHandler {
       tick: () => this.#tick(),
       follow: (address) => this.#follow(address),
     });
+    this.#listening = {
+      handshake: () =>
+        new ListenerHandshake(options.key, membership.selfAddress, (address) => {
+          const peer = membership.peerByAddress(address);
+          return peer !== undefined && peer.index !== membership.self;
+        }),
+      handler: this,
+      rejected: (remote, claimed, reason) => this.#reports.rejected(remote, claimed, reason),
+      maxSnapshotHolders: options.maxSnapshotHolders,
+    };
     node.beforeDeadlines = () => this.guardStall();
     node.onServing = () => events.serving(node.epoch);
     node.onEpochRenewed = (epoch) => replicator.announceEpoch(epoch);
@@ -133,17 +145,9 @@ export class Cluster implements PeerSessionHandler {
     });
   }
 
-  /** The listening side of the peer handshake, for one incoming connection. */
-  listenerHandshake(): ListenerHandshake {
-    return new ListenerHandshake(this.#options.key, this.membership.selfAddress, (address) => {
-      const peer = this.membership.peerByAddress(address);
-      return peer !== undefined && peer.index !== this.membership.self;
-    });
-  }
-
-  /** An incoming connection refused as a peer (see `ClusterEvents.peerRejected`). */
-  rejected(remote: string, node: string | undefined, reason: string): void {
-    this.#reports.rejected(remote, node, reason);
+  /** The peer side of one incoming connection: its handshake, then its link's frames. */
+  peerListener(connection: IncomingConnection): PeerListener {
+    return new PeerListener(this.#listening, connection);
   }
 
   /** PeerSessionHandler: an authenticated incoming link broke the protocol. */

@@ -340,6 +340,7 @@ export class LockServer {
           maxBufferedBytes: PEER_MAX_BUFFERED_BYTES,
         }),
         handoffTimeoutMs: cluster.handoffTimeoutMs ?? 2_000,
+        maxSnapshotHolders: this.limits.maxKeys,
       },
     );
   }

@@ -14,7 +14,7 @@ import { LockVerbs } from "../../session/lock-verbs.js";
 import { Cluster, type ClusterEvents } from "../cluster.js";
 import type { ClusterTiming } from "../membership.js";
 import { PeerKey } from "../peer/peer-auth.js";
-import { PeerSession } from "../peer-session.js";
+import type { PeerListener } from "../peer/peer-listener.js";
 import { Replicator } from "../replicator.js";
 import { MemoryLink } from "./memory-link.js";
 import type { Connection, ConnectionEnd, Host, Network } from "./network.js";
@@ -199,6 +199,9 @@ export class SimNode implements Host {
       maxClockSkewMs: config.maxClockSkewMs,
       wallNow: () => config.wallOrigin + scheduler.now + config.skewMs,
     });
+    // No peer token (`--insecure`): the handshake runs in full, with nonces drawn from a counter.
+    let nonces = 0;
+    const key = new PeerKey(undefined, () => (nonces++).toString(16).padStart(64, "0"));
     const events: ClusterEvents = {
       roleChanged: (role, reason) => this.observer.roleChanged(this, role, reason),
       following: (active) => this.observer.following?.(this, active),
@@ -230,13 +233,15 @@ export class SimNode implements Host {
         peers: config.peers,
         advertise: this.name,
         timing: config.timing,
-        key: new PeerKey(undefined),
+        key,
         links: (address, linkEvents) =>
           new MemoryLink(this.network, this.name, address, linkEvents, {
             timers,
             retryMs: config.timing.heartbeatMs,
+            key,
           }),
         handoffTimeoutMs: 2_000,
+        maxSnapshotHolders: DEFAULT_SERVER_LIMITS.maxKeys,
       },
     );
     this.lock = lock;
@@ -335,32 +340,56 @@ export class SimNode implements Host {
     return session;
   }
 
+  /** A peer's connection: every line goes to a PeerListener, as lockd's ClientConnection hands it peer frames. */
   #acceptPeer(from: string, connection: Connection, cluster: Cluster): ConnectionEnd {
     this.#peerConnections.add(connection);
-    const session = new PeerSession(from, cluster, {
-      send: (line) => this.network.send(connection, 1, line),
-      drop: (message) => {
-        this.network.send(connection, 1, `E ? - PEER_PROTOCOL_ERROR - ${message}\n`);
+    let closing = false;
+    const fail = (code: string, message: string) => {
+      if (closing) return;
+      closing = true;
+      this.network.send(connection, 1, `E ? - ${code} - ${message}\n`);
+      this.network.close(connection, 1);
+    };
+    const listener: PeerListener = cluster.peerListener({
+      remote: from,
+      authenticated: true,
+      servedClient: false,
+      get closing() {
+        return closing;
+      },
+      send: (line) => {
+        if (!closing) this.network.send(connection, 1, line);
+      },
+      fail,
+      // Honest nodes never fail the proof; lockd's delay before the answer is a socket concern.
+      failAfterDelay: fail,
+      close: () => {
+        closing = true;
         this.network.close(connection, 1);
       },
-      close: () => this.network.close(connection, 1),
+      challenged: () => {},
+      becamePeer: () => {},
     });
     return {
       onLine: (text) => {
         this.cluster?.guardStall();
         for (const line of text.split("\n")) {
-          if (line === "") continue;
+          if (line === "" || closing) continue;
           const frame = parseRequestLine(line);
-          if (isDecodeError(frame) || !isPeerFrame(frame)) {
-            session.refuse(`${JSON.stringify(line)} on a peer link`);
-            continue;
+          if (isDecodeError(frame)) listener.undecodable(frame);
+          else if (!isPeerFrame(frame)) {
+            if (!listener.request(frame.op))
+              throw new Error(`${from} sent ${JSON.stringify(line)} as a client`);
+          } else {
+            if (listener.isLink) {
+              for (const epoch of epochsIn(frame)) if (epoch > this.toldEpoch) this.toldEpoch = epoch;
+              this.heardSinceStart.add(from);
+            }
+            listener.frame(frame);
+            if (this.cluster?.replicaSource !== undefined) this.syncedSinceStart = true;
           }
-          for (const epoch of epochsIn(frame)) if (epoch > this.toldEpoch) this.toldEpoch = epoch;
-          this.heardSinceStart.add(from);
-          session.receive(frame);
-          if (this.cluster?.replicaSource !== undefined) this.syncedSinceStart = true;
         }
-        session.flushAcks();
+        listener.endOfRead();
         this.lock?.afterRequests();
       },
       onClose: () => this.#peerConnections.delete(connection),
