@@ -58,7 +58,7 @@ export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) 
 function epochOwner(server: LockServer): string | null {
   const node = server.node;
   if (node.role === "active") return node.advertise;
-  return node.followedEpoch?.() !== undefined ? (node.activeAddress ?? null) : null;
+  return node.followedEpoch !== undefined ? (node.activeAddress ?? null) : null;
 }
 
 type PeerRow = ReturnType<NonNullable<LockServer["cluster"]>["peerStatus"]>[number];

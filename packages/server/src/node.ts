@@ -1,4 +1,5 @@
 import { type Timer, TimerQueue } from "@lock/deadline-heap";
+import type { NodeRole } from "@lock/protocol";
 import { DeadlineTimer } from "./deadline-timer.js";
 import { type Clock, monotonicClock } from "./engine/clock.js";
 import { type EngineJournal, LockEngine } from "./engine/engine.js";
@@ -17,10 +18,25 @@ export interface AcquireSink {
   timedOut(key: string, id: string | undefined): void;
 }
 
-export type NodeRole = "active" | "standby";
+export type { NodeRole } from "@lock/protocol";
 
 /** Why an active does not serve for a while (`LockNode.hold`). */
 export type HoldReason = "clock" | "stall";
+
+/** What a cluster adds to a node's own behaviour (`LockNodeOptions.hooks`); a single node has none. */
+export interface NodeHooks {
+  /** Called before lease deadlines run: the cluster's stall check. */
+  beforeDeadlines?(): void;
+  /** Called when the node starts serving (promoted, or a hold ended): operators see it in the log. */
+  serving?(): void;
+  /**
+   * Called when a sequence ran out and the node moved to a new epoch, before the grant that needed
+   * it is journaled: the cluster announces the epoch (`!P`) ahead of that grant.
+   */
+  epochRenewed?(epoch: bigint): void;
+  /** On a standby: the epoch of the active it follows, as its heartbeats say; undefined while it follows none. */
+  followedEpoch?(): bigint | undefined;
+}
 
 export interface LockNodeOptions {
   /**
@@ -46,6 +62,8 @@ export interface LockNodeOptions {
   readonly wallNow?: () => number;
   /** Where the highest known epoch is kept; `<dataDir>/epoch` unless a test injects one. */
   readonly epochStore?: EpochStore;
+  /** The cluster's part in the node's behaviour (see NodeHooks): given at construction, never patched on. */
+  readonly hooks?: NodeHooks;
 }
 
 /**
@@ -65,28 +83,14 @@ export class LockNode {
   readonly startedAt: number;
   readonly observer: ServerObserver;
   readonly epochs: EpochKeeper;
-  role: NodeRole = "active";
-  /** The active's address as far as this node knows (itself when active). */
-  activeAddress: string | undefined;
+  #role: NodeRole = "active";
+  #activeAddress: string | undefined;
+  readonly #hooks: NodeHooks;
   readonly #dirLock: DataDirLock | undefined;
   readonly #timer: DeadlineTimer;
   readonly #wallNow: () => number;
   readonly #holds = new Set<HoldReason>();
   #clockHold: Timer | undefined;
-  /** Called before lease deadlines run: the cluster's stall check. */
-  beforeDeadlines: (() => void) | undefined;
-  /** Called when the node starts serving (promoted, or a hold ended): operators see it in the log. */
-  onServing: (() => void) | undefined;
-  /**
-   * Called when a sequence ran out and the node moved to a new epoch, before the grant that needed
-   * it is journaled: the cluster announces the epoch (`!P`) ahead of that grant.
-   */
-  onEpochRenewed: ((epoch: bigint) => void) | undefined;
-  /**
-   * On a standby: the epoch of the active it follows, as that active's heartbeats say (set by the
-   * cluster); undefined while it follows none.
-   */
-  followedEpoch: (() => bigint | undefined) | undefined;
   #wasServing = false;
 
   constructor(options: LockNodeOptions) {
@@ -94,7 +98,8 @@ export class LockNode {
     this.timers = options.timers ?? new TimerQueue(this.clock);
     this.advertise = options.advertise;
     this.observer = options.observer ?? NO_OBSERVER;
-    this.activeAddress = options.advertise;
+    this.#activeAddress = options.advertise;
+    this.#hooks = options.hooks ?? {};
     this.#wallNow = options.wallNow ?? Date.now;
     const { dataDir } = options;
     if (dataDir === undefined && options.epochStore === undefined)
@@ -130,7 +135,7 @@ export class LockNode {
         {
           nextDeadline: () => this.engine.nextDeadline(),
           tick: () => {
-            this.beforeDeadlines?.();
+            this.#hooks.beforeDeadlines?.();
             if (this.serving) this.engine.tick();
           },
         },
@@ -145,6 +150,20 @@ export class LockNode {
     }
   }
 
+  get role(): NodeRole {
+    return this.#role;
+  }
+
+  /** The active's address as far as this node knows (itself when active). */
+  get activeAddress(): string | undefined {
+    return this.#activeAddress;
+  }
+
+  /** On a standby: the epoch of the active it follows (see NodeHooks.followedEpoch). */
+  get followedEpoch(): bigint | undefined {
+    return this.#hooks.followedEpoch?.();
+  }
+
   get epoch(): bigint {
     return this.engine.epoch;
   }
@@ -155,12 +174,12 @@ export class LockNode {
    * A standby's own `epoch` is whatever its table started with: 0, or its last one before a restart.
    */
   get reportedEpoch(): bigint {
-    return this.role === "active" ? this.epoch : (this.followedEpoch?.() ?? 0n);
+    return this.#role === "active" ? this.epoch : (this.followedEpoch ?? 0n);
   }
 
   /** Active and not held: lock verbs are served. */
   get serving(): boolean {
-    return this.role === "active" && this.#holds.size === 0;
+    return this.#role === "active" && this.#holds.size === 0;
   }
 
   get uptimeMs(): number {
@@ -214,8 +233,8 @@ export class LockNode {
    * replica, and its leases are reclaimed by the active (or by this node once promoted).
    */
   setRole(role: NodeRole, activeAddress: string | undefined): void {
-    this.role = role;
-    this.activeAddress = activeAddress;
+    this.#role = role;
+    this.#activeAddress = activeAddress;
     // Holds concern an active's grants; a promotion that needs one sets it again.
     if (role !== "active") {
       this.release("clock");
@@ -225,11 +244,18 @@ export class LockNode {
     this.#servingChanged();
   }
 
+  /** A standby points clients at `active` (undefined: none known); true if that changed anything. */
+  follow(active: string | undefined): boolean {
+    if (this.#activeAddress === active) return false;
+    this.#activeAddress = active;
+    return true;
+  }
+
   #servingChanged(): void {
     const serving = this.serving;
     if (serving) this.#timer.start();
     else this.#timer.stop();
-    if (serving && !this.#wasServing) this.onServing?.();
+    if (serving && !this.#wasServing) this.#hooks.serving?.();
     this.#wasServing = serving;
   }
 
@@ -247,7 +273,7 @@ export class LockNode {
   /** A sequence ran out: the next epoch is taken at once (no wait; see docs/consistency.md). */
   #renewEpoch(): bigint {
     const epoch = this.epochs.take(true).epoch;
-    this.onEpochRenewed?.(epoch);
+    this.#hooks.epochRenewed?.(epoch);
     return epoch;
   }
 

@@ -9,13 +9,13 @@ import {
 } from "@lock/protocol";
 import { MemoryEpochStore } from "../../epoch/epoch-store.js";
 import { DEFAULT_SERVER_LIMITS } from "../../limits.js";
-import { LockNode } from "../../node.js";
+import type { LockNode } from "../../node.js";
 import { LockVerbs } from "../../session/lock-verbs.js";
-import { Cluster, type ClusterEvents } from "../cluster.js";
+import type { Cluster, ClusterEvents } from "../cluster.js";
+import { createClusterNode } from "../cluster-node.js";
 import type { ClusterTiming } from "../membership.js";
 import { PeerKey } from "../peer/peer-auth.js";
 import type { PeerListener } from "../peer/peer-listener.js";
-import { Replicator } from "../replicator.js";
 import { MemoryLink } from "./memory-link.js";
 import type { Connection, ConnectionEnd, Host, Network } from "./network.js";
 import type { Scheduler } from "./scheduler.js";
@@ -185,24 +185,57 @@ export class SimNode implements Host {
     this.heardSinceStart.clear();
     this.syncedSinceStart = false;
     const timers = new TimerQueue(scheduler.clock, { host: "manual" });
-    const replicator = new Replicator(timers);
-    const lock = new LockNode({
-      dataDir: undefined,
-      epochStore: this.store,
-      limits: DEFAULT_SERVER_LIMITS,
-      advertise: this.name,
-      clock: scheduler.clock,
-      timers,
-      journal: replicator,
-      startAs: "standby",
-      nodeId: config.nodeId,
-      maxClockSkewMs: config.maxClockSkewMs,
-      wallNow: () => config.wallOrigin + scheduler.now + config.skewMs,
-    });
     // No peer token (`--insecure`): the handshake runs in full, with nonces drawn from a counter.
     let nonces = 0;
     const key = new PeerKey(undefined, () => (nonces++).toString(16).padStart(64, "0"));
-    const events: ClusterEvents = {
+    const { node: lock, cluster } = createClusterNode({
+      node: {
+        dataDir: undefined,
+        epochStore: this.store,
+        limits: DEFAULT_SERVER_LIMITS,
+        advertise: this.name,
+        clock: scheduler.clock,
+        timers,
+        nodeId: config.nodeId,
+        maxClockSkewMs: config.maxClockSkewMs,
+        wallNow: () => config.wallOrigin + scheduler.now + config.skewMs,
+      },
+      cluster: {
+        peers: config.peers,
+        timing: config.timing,
+        key,
+        links: (address, linkEvents) =>
+          new MemoryLink(this.network, this.name, address, linkEvents, {
+            timers,
+            retryMs: config.timing.heartbeatMs,
+            key,
+          }),
+        handoffTimeoutMs: 2_000,
+      },
+      hooks: {
+        redirectPending: (address) => {
+          for (const session of this.sessions) session.verbs.redirectPending(address);
+        },
+        pauseClients: () => {
+          for (const session of this.sessions) session.pause();
+        },
+        resumeClients: () => {
+          for (const session of this.sessions) session.resume();
+        },
+      },
+      events: this.#events(),
+    });
+    this.lock = lock;
+    this.cluster = cluster;
+    this.timers = timers;
+    this.up = true;
+    this.stalled = false;
+    cluster.start();
+  }
+
+  /** What the cluster reports, as far as the simulator's checks care. */
+  #events(): ClusterEvents {
+    return {
       roleChanged: (role, reason) => this.observer.roleChanged(this, role, reason),
       following: (active) => this.observer.following?.(this, active),
       peerRefused: () => {},
@@ -214,42 +247,6 @@ export class SimNode implements Host {
       serving: () => {},
       peerLiveness: () => {},
     };
-    const cluster = new Cluster(
-      lock,
-      replicator,
-      {
-        redirectPending: (address) => {
-          for (const session of this.sessions) session.verbs.redirectPending(address);
-        },
-        pauseClients: () => {
-          for (const session of this.sessions) session.pause();
-        },
-        resumeClients: () => {
-          for (const session of this.sessions) session.resume();
-        },
-      },
-      events,
-      {
-        peers: config.peers,
-        advertise: this.name,
-        timing: config.timing,
-        key,
-        links: (address, linkEvents) =>
-          new MemoryLink(this.network, this.name, address, linkEvents, {
-            timers,
-            retryMs: config.timing.heartbeatMs,
-            key,
-          }),
-        handoffTimeoutMs: 2_000,
-        maxSnapshotHolders: DEFAULT_SERVER_LIMITS.maxKeys,
-      },
-    );
-    this.lock = lock;
-    this.cluster = cluster;
-    this.timers = timers;
-    this.up = true;
-    this.stalled = false;
-    cluster.start();
   }
 
   /** kill -9: the process is gone; only the epoch store remains. */
@@ -276,7 +273,7 @@ export class SimNode implements Host {
     const cluster = this.cluster;
     if (!this.up || !cluster) return;
     // Stepped by the world's events (the successor's acknowledgement, timers): no promise to pump.
-    cluster.stopThen(() => {
+    cluster.stop(() => {
       if (this.cluster !== cluster) return;
       for (const session of this.sessions)
         session.verbs.failPending("SHUTTING_DOWN", "the server is shutting down");
