@@ -39,17 +39,17 @@ export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) 
     epoch: node.reportedEpoch.toString(),
     epochOf: epochOwner(server),
     // Set while this node's tokens run ahead of its clock (an epoch file or peer ahead of it).
-    epochAhead: epochAheadStatus(node.epochs.aheadOfClock()),
+    epochAhead: epochAheadStatus(node.epochAhead()),
     uptimeMs: node.uptimeMs,
     connections: server.connectionCount,
-    keysHeld: node.engine.keyCount,
-    waiters: node.engine.waiterCount,
+    keysHeld: node.keyCount,
+    waiters: node.waiterCount,
     grantsPerSecond: history.grantsPerSecond(performance.now()),
-    counters: { ...node.engine.counters },
+    counters: { ...node.counters },
     cluster: server.cluster
       ? { peers: withFollowedEpochs(server.cluster.peerStatus()), ...server.cluster.counters }
       : null,
-    mostContended: node.engine.mostContended(CONTENDED_SHOWN),
+    mostContended: node.mostContended(CONTENDED_SHOWN),
     recentChanges: clusterLog.recent(),
   };
 }
@@ -98,7 +98,7 @@ export function nodeReadiness({ server }: AdminDeps) {
     role: node.role,
     serving: node.serving,
     heldFor: node.heldFor,
-    holdingUntilMs: node.heldFor === "clock" ? node.epochs.taken?.servesFromMs : undefined,
+    holdingUntilMs: node.heldFor === "clock" ? node.takenEpoch?.servesFromMs : undefined,
     peers: server.cluster?.peerStatus(),
     active: node.activeAddress,
     replicaSource: server.cluster?.replicaSource,

@@ -2,9 +2,20 @@ import { type Timer, TimerQueue } from "@lock/deadline-heap";
 import type { NodeRole } from "@lock/protocol";
 import { DeadlineTimer } from "./deadline-timer.js";
 import { type Clock, monotonicClock } from "./engine/clock.js";
-import { type EngineJournal, LockEngine } from "./engine/engine.js";
+import {
+  type AcquireInput,
+  type AcquireOutcome,
+  type EngineCounters,
+  type EngineJournal,
+  type HeldKey,
+  type ListHeldInput,
+  LockEngine,
+  type Ownership,
+  type TryAcquireOutcome,
+} from "./engine/engine.js";
+import type { Session } from "./engine/records.js";
 import { TokenIssuer } from "./engine/token-issuer.js";
-import { EpochKeeper, type LearnOutcome } from "./epoch/epoch-keeper.js";
+import { EpochKeeper, type LearnOutcome, type TakenEpoch } from "./epoch/epoch-keeper.js";
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from "./epoch/epoch-plan.js";
 import type { EpochStore } from "./epoch/epoch-store.js";
 import type { ServerLimits } from "./limits.js";
@@ -38,6 +49,15 @@ export interface NodeHooks {
   followedEpoch?(): bigint | undefined;
 }
 
+/**
+ * The holder table's direct reads and writes, for the cluster only: a standby's replica is written
+ * from the active's stream, an active's snapshot read from it, a demoted node's dropped.
+ */
+export type HolderTable = Pick<
+  LockEngine<AcquireSink>,
+  "installHolder" | "removeHolder" | "holder" | "clear" | "holders" | "maxHeldToken"
+>;
+
 export interface LockNodeOptions {
   /**
    * The node's data directory, locked for the process's lifetime; holds the epoch file. Undefined
@@ -67,22 +87,25 @@ export interface LockNodeOptions {
 }
 
 /**
- * One lockd node's state: the engine, its token epochs (kept by an EpochKeeper) and the timer that
- * drives leases and waits. The network layer and the cluster layer talk to the node, never to files
- * or timers directly.
+ * One lockd node, behind one façade: the engine, its token epochs (kept by an EpochKeeper) and the
+ * timer that drives leases and waits stay inside. Outside, callers get its state read-only (role,
+ * epochs, holds), the lock verbs a session runs, stats, and the listing of held keys; the cluster
+ * also changes its role and epochs through the methods marked "cluster", and writes a standby's
+ * table through `holderTable`. The network layer and the cluster layer talk to the node, never to
+ * files or timers directly.
  *
  * An active serves only while nothing holds it (`hold`): right after it took an epoch ahead of its
  * clock, and after a stall until the cluster confirms it is still the active. While held, lock
  * verbs get `NO_ACTIVE` and no lease expires, so nothing is granted.
  */
 export class LockNode {
-  readonly engine: LockEngine<AcquireSink>;
+  readonly #engine: LockEngine<AcquireSink>;
   readonly advertise: string;
   readonly clock: Clock;
   readonly timers: TimerQueue;
   readonly startedAt: number;
   readonly observer: ServerObserver;
-  readonly epochs: EpochKeeper;
+  readonly #epochs: EpochKeeper;
   #role: NodeRole = "active";
   #activeAddress: string | undefined;
   readonly #hooks: NodeHooks;
@@ -107,7 +130,7 @@ export class LockNode {
     const store = options.epochStore ?? new EpochFile(dataDir!);
     this.#dirLock = dataDir === undefined ? undefined : DataDirLock.acquire(dataDir);
     try {
-      this.epochs = new EpochKeeper({
+      this.#epochs = new EpochKeeper({
         store,
         nodeId: options.nodeId ?? 0,
         wallNow: this.#wallNow,
@@ -116,9 +139,9 @@ export class LockNode {
       // A single node takes a fresh epoch before its first grant, so every token from now on exceeds
       // every earlier one. A cluster node starts as a standby and takes one when it promotes.
       const single = options.startAs !== "standby";
-      const start = single ? this.epochs.take(true) : undefined;
-      const tokens = new TokenIssuer(start?.epoch ?? this.epochs.highest, () => this.#renewEpoch());
-      this.engine = new LockEngine<AcquireSink>({
+      const start = single ? this.#epochs.take(true) : undefined;
+      const tokens = new TokenIssuer(start?.epoch ?? this.#epochs.highest, () => this.#renewEpoch());
+      this.#engine = new LockEngine<AcquireSink>({
         clock: this.clock,
         tokens,
         events: {
@@ -133,10 +156,10 @@ export class LockNode {
       });
       this.#timer = new DeadlineTimer(
         {
-          nextDeadline: () => this.engine.nextDeadline(),
+          nextDeadline: () => this.#engine.nextDeadline(),
           tick: () => {
             this.#hooks.beforeDeadlines?.();
-            if (this.serving) this.engine.tick();
+            if (this.serving) this.#engine.tick();
           },
         },
         this.timers,
@@ -165,7 +188,7 @@ export class LockNode {
   }
 
   get epoch(): bigint {
-    return this.engine.epoch;
+    return this.#engine.epoch;
   }
 
   /**
@@ -186,31 +209,129 @@ export class LockNode {
     return Math.round(this.clock.now() - this.startedAt);
   }
 
+  /** The highest epoch this node knows of, its own included (stored before it is acted on). */
+  get highestEpoch(): bigint {
+    return this.#epochs.highest;
+  }
+
+  /** The epoch this node took last, if it runs ahead of the clock now (see EpochKeeper.aheadOfClock). */
+  epochAhead(): TakenEpoch | undefined {
+    return this.#epochs.aheadOfClock();
+  }
+
+  /** The epoch this node took last (promotion, start of a single node), if any. */
+  get takenEpoch(): TakenEpoch | undefined {
+    return this.#epochs.taken;
+  }
+
+  // The lock verbs, for one session each (LockVerbs): see LockEngine for their contracts.
+
+  openSession(label?: string): Session<AcquireSink> {
+    return this.#engine.openSession(label);
+  }
+
+  closeSession(session: Session<AcquireSink>): void {
+    this.#engine.closeSession(session);
+  }
+
+  /** The session's queued acquires, in no particular order. */
+  sessionWaiters(session: Session<AcquireSink>): Array<{ key: string; id: string | undefined }> {
+    return this.#engine.sessionWaiters(session);
+  }
+
+  acquire(session: Session<AcquireSink>, input: AcquireInput<AcquireSink>): AcquireOutcome<AcquireSink> {
+    return this.#engine.acquire(session, input);
+  }
+
+  tryAcquire(
+    key: string,
+    leaseMs: number,
+    id: string | undefined,
+    session: Session<AcquireSink>,
+  ): TryAcquireOutcome {
+    return this.#engine.tryAcquire(key, leaseMs, id, session);
+  }
+
+  ownership(key: string, token: bigint, session: Session<AcquireSink>, id: string | undefined): Ownership {
+    return this.#engine.ownership(key, token, session, id);
+  }
+
+  release(key: string, token: bigint): boolean {
+    return this.#engine.release(key, token);
+  }
+
+  extend(key: string, token: bigint, leaseMs: number): boolean {
+    return this.#engine.extend(key, token, leaseMs);
+  }
+
+  /** Withdraws the queued acquire `id` on `key`: where its reply goes, or undefined if none was queued. */
+  cancel(key: string, id: string): AcquireSink | undefined {
+    return this.#engine.cancel(key, id);
+  }
+
+  // Stats and the listing of held keys (`I`, /status, /metrics, /locks).
+
+  get keyCount(): number {
+    return this.#engine.keyCount;
+  }
+
+  get waiterCount(): number {
+    return this.#engine.waiterCount;
+  }
+
+  /** Counts since start (grants, releases, expiries…): live, read-only. */
+  get counters(): Readonly<EngineCounters> {
+    return this.#engine.counters;
+  }
+
+  mostContended(limit: number): Array<{ key: string; waiters: number }> {
+    return this.#engine.mostContended(limit);
+  }
+
+  /** Every holder, read lazily (a snapshot, a test). */
+  holders(): Iterable<{ key: string; token: bigint; remainingMs: number; id: string | undefined }> {
+    return this.#engine.holders();
+  }
+
+  /** Builds the sorted index of held keys a step at a time; true once it is ready for `listHeld`. */
+  prepareListing(budget: number): boolean {
+    return this.#engine.prepareListing(budget);
+  }
+
+  listHeld(input: ListHeldInput): { keys: HeldKey[]; more: boolean } {
+    return this.#engine.listHeld(input);
+  }
+
+  /** Cluster: the table's direct reads and writes (see HolderTable). */
+  get holderTable(): HolderTable {
+    return this.#engine;
+  }
+
   /**
-   * Takes a new, stored epoch above every epoch known and issues tokens from it (promotion, or
+   * Cluster: takes a new, stored epoch above every epoch known and issues tokens from it (promotion, or
    * moving above a rival's epoch). `informed`: this node heard the whole cluster since it started
    * (epoch-plan.ts). If the epoch runs ahead of the clock, the node holds until it may grant.
    */
   takeEpoch(informed: boolean): bigint {
-    const plan = this.epochs.take(informed);
-    this.engine.moveToEpoch(plan.epoch);
+    const plan = this.#epochs.take(informed);
+    this.#engine.moveToEpoch(plan.epoch);
     this.#holdUntil(plan.serveFromMs);
     return plan.epoch;
   }
 
-  /** Records an epoch heard from a peer (stored before this returns when it is a new highest). */
+  /** Cluster: records an epoch heard from a peer (stored before this returns when it is a new highest). */
   learnEpoch(epoch: bigint): LearnOutcome {
-    return this.epochs.learn(epoch);
+    return this.#epochs.learn(epoch);
   }
 
-  /** Stops granting (see the class comment) until `release(reason)`; holds nest by reason. */
+  /** Cluster: stops granting (see the class comment) until `endHold(reason)`; holds nest by reason. */
   hold(reason: HoldReason): void {
     this.#holds.add(reason);
     this.#timer.stop();
     this.#wasServing = false;
   }
 
-  release(reason: HoldReason): void {
+  endHold(reason: HoldReason): void {
     if (reason === "clock" && this.#clockHold) {
       this.#clockHold.cancel();
       this.#clockHold = undefined;
@@ -229,7 +350,7 @@ export class LockNode {
   }
 
   /**
-   * Switches role. Only the active runs lease and wait deadlines: a standby's holder table is a
+   * Cluster: switches role. Only the active runs lease and wait deadlines: a standby's holder table is a
    * replica, and its leases are reclaimed by the active (or by this node once promoted).
    */
   setRole(role: NodeRole, activeAddress: string | undefined): void {
@@ -237,14 +358,14 @@ export class LockNode {
     this.#activeAddress = activeAddress;
     // Holds concern an active's grants; a promotion that needs one sets it again.
     if (role !== "active") {
-      this.release("clock");
+      this.endHold("clock");
       this.#holds.clear();
     }
-    this.engine.deferDeadlines(role !== "active");
+    this.#engine.deferDeadlines(role !== "active");
     this.#servingChanged();
   }
 
-  /** A standby points clients at `active` (undefined: none known); true if that changed anything. */
+  /** Cluster: a standby points clients at `active` (undefined: none known); true if that changed anything. */
   follow(active: string | undefined): boolean {
     if (this.#activeAddress === active) return false;
     this.#activeAddress = active;
@@ -265,14 +386,14 @@ export class LockNode {
   }
 
   close(): void {
-    this.release("clock");
+    this.endHold("clock");
     this.#timer.stop();
     this.#dirLock?.release();
   }
 
   /** A sequence ran out: the next epoch is taken at once (no wait; see docs/consistency.md). */
   #renewEpoch(): bigint {
-    const epoch = this.epochs.take(true).epoch;
+    const epoch = this.#epochs.take(true).epoch;
     this.#hooks.epochRenewed?.(epoch);
     return epoch;
   }
@@ -284,7 +405,7 @@ export class LockNode {
     this.#clockHold?.cancel();
     this.#clockHold = this.timers.after(waitMs, () => {
       this.#clockHold = undefined;
-      this.release("clock");
+      this.endHold("clock");
     });
   }
 }

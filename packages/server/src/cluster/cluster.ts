@@ -60,7 +60,7 @@ export class Cluster {
       reports: this.#reports,
       open: options.links,
     });
-    this.#standby = new Standby(node.engine, {
+    this.#standby = new Standby(node.holderTable, {
       membership,
       serving: () => node.role === "active" || this.#roles.handingOff,
       learn: (from, epoch) => this.#roles.learn(from, epoch),

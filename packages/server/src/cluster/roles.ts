@@ -82,7 +82,7 @@ export class RoleChanges {
       if (!(error instanceof EpochExhaustedError)) throw error;
       this.#deps.events.epochRefused(
         this.#deps.membership.selfAddress,
-        this.#deps.node.epochs.highest,
+        this.#deps.node.highestEpoch,
         error.message,
       );
       return undefined;
@@ -96,12 +96,12 @@ export class RoleChanges {
   decide(synced: (peer: PeerState) => boolean, stallConfirmed: () => boolean): RoleEffect | undefined {
     const node = this.#deps.node;
     const decision = this.#deps.membership.decide(
-      { role: node.role, epoch: node.epoch, highestKnown: node.epochs.highest, busy: this.#busy },
+      { role: node.role, epoch: node.epoch, highestKnown: node.highestEpoch, busy: this.#busy },
       synced,
     );
     const held = node.isHeld("stall");
     const effect = held && decision.action === "handoff" ? undefined : this.act(decision);
-    if (held && node.role === "active" && stallConfirmed()) node.release("stall");
+    if (held && node.role === "active" && stallConfirmed()) node.endHold("stall");
     return effect;
   }
 
@@ -147,7 +147,7 @@ export class RoleChanges {
   /** Becomes the active with an epoch above every epoch known, so its tokens exceed all earlier ones. */
   promote(reason: string, informed = this.informed()): RoleEffect | undefined {
     // Replicated holders' tokens are known epochs too (a `!P` may not have reached this node).
-    this.learn(this.#deps.membership.selfAddress, tokenEpoch(this.#deps.node.engine.maxHeldToken()));
+    this.learn(this.#deps.membership.selfAddress, tokenEpoch(this.#deps.node.holderTable.maxHeldToken()));
     const epoch = this.#takeEpoch(informed);
     if (epoch === undefined) return undefined;
     this.#deps.standby.detach();
@@ -182,7 +182,7 @@ export class RoleChanges {
     this.#deps.node.setRole("standby", undefined);
     this.follow(address);
     this.#deps.hooks.redirectPending(address);
-    if (!keepTable) this.#deps.node.engine.clear();
+    if (!keepTable) this.#deps.node.holderTable.clear();
   }
 
   /**
@@ -205,7 +205,7 @@ export class RoleChanges {
     // The successor takes an epoch above everything this node knows of, not just its own epoch.
     this.#deps.replicator.handoff(
       link,
-      this.#deps.node.epochs.highest,
+      this.#deps.node.highestEpoch,
       this.#deps.handoffTimeoutMs,
       (acked) => {
         try {
@@ -225,7 +225,7 @@ export class RoleChanges {
     if (!acked) {
       this.#deps.node.setRole("active", this.#deps.membership.selfAddress);
       // Epochs heard while handing off raised nothing: move above them before serving again.
-      const highest = this.#deps.node.epochs.highest;
+      const highest = this.#deps.node.highestEpoch;
       if (highest > this.#deps.node.epoch) this.act({ action: "raise-epoch", above: highest });
       return;
     }

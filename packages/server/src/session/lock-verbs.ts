@@ -36,7 +36,7 @@ export class LockVerbs implements AcquireSink {
   constructor(ctx: VerbContext, send: (reply: Reply) => void, label?: string) {
     this.#ctx = ctx;
     this.#send = send;
-    this.#session = ctx.node.engine.openSession(label);
+    this.#session = ctx.node.openSession(label);
     const clock = ctx.node.clock;
     this.#keys = new ConnectionKeys(() => clock.now());
   }
@@ -64,7 +64,7 @@ export class LockVerbs implements AcquireSink {
 
   /** Answers every queued acquire with `code` (the client retries elsewhere) and ends the session. */
   failPending(code: ErrorCode, message: string): void {
-    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
+    for (const { key, id } of this.#ctx.node.sessionWaiters(this.#session)) {
       this.#send({ kind: "E", op: "A", key, id, code, message });
     }
     this.close();
@@ -72,16 +72,16 @@ export class LockVerbs implements AcquireSink {
 
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
   redirectPending(address: string): void {
-    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
+    for (const { key, id } of this.#ctx.node.sessionWaiters(this.#session)) {
       this.#send({ kind: "M", op: "A", key, address, id });
     }
-    this.#ctx.node.engine.closeSession(this.#session);
+    this.#ctx.node.closeSession(this.#session);
     this.#pending = 0;
   }
 
   /** The session is over: its queued acquires are withdrawn, its holders keep their leases. */
   close(): void {
-    this.#ctx.node.engine.closeSession(this.#session);
+    this.#ctx.node.closeSession(this.#session);
     this.#pending = 0;
   }
 
@@ -142,7 +142,7 @@ export class LockVerbs implements AcquireSink {
       return;
     }
     if (!this.#withinKeyQuota("A", key, id)) return;
-    const outcome = this.#ctx.node.engine.acquire(this.#session, {
+    const outcome = this.#ctx.node.acquire(this.#session, {
       key,
       leaseMs: request.leaseMs,
       waitMs: request.waitMs,
@@ -171,7 +171,7 @@ export class LockVerbs implements AcquireSink {
     const { key, id } = request;
     if (!this.#leaseInRange(request.op, key, id, request.leaseMs)) return;
     if (!this.#withinKeyQuota("Y", key, id)) return;
-    const outcome = this.#ctx.node.engine.tryAcquire(key, request.leaseMs, id, this.#session);
+    const outcome = this.#ctx.node.tryAcquire(key, request.leaseMs, id, this.#session);
     if (outcome.status === "granted") {
       if (!outcome.replayed) this.#ctx.node.observer.granted(0);
       this.#keys.granted(key, outcome.token);
@@ -184,7 +184,7 @@ export class LockVerbs implements AcquireSink {
   #release(request: VerbRequest<"R">): void {
     const { key, token, id } = request;
     if (!this.#provesOwnership("R", key, token, id)) return;
-    const released = this.#ctx.node.engine.release(key, token);
+    const released = this.#ctx.node.release(key, token);
     if (released) this.#keys.released(key, token);
     this.#send({ kind: "R", key, released });
   }
@@ -193,12 +193,12 @@ export class LockVerbs implements AcquireSink {
     const { key, token, id } = request;
     if (!this.#leaseInRange("X", key, id, request.leaseMs)) return;
     if (!this.#provesOwnership("X", key, token, id)) return;
-    this.#send({ kind: "X", key, extended: this.#ctx.node.engine.extend(key, token, request.leaseMs) });
+    this.#send({ kind: "X", key, extended: this.#ctx.node.extend(key, token, request.leaseMs) });
   }
 
   #cancel(request: VerbRequest<"C">): void {
     // The withdrawn acquire gets its own reply (`T`) on whichever session queued it.
-    const sink = this.#ctx.node.engine.cancel(request.key, request.id);
+    const sink = this.#ctx.node.cancel(request.key, request.id);
     sink?.timedOut(request.key, request.id);
     this.#send({ kind: "C", key: request.key, cancelled: sink !== undefined });
   }
@@ -208,7 +208,7 @@ export class LockVerbs implements AcquireSink {
    * or with the acquire's request id. A stale token passes (it changes nothing and gets `0`).
    */
   #provesOwnership(op: "R" | "X", key: string, token: bigint, id: string | undefined): boolean {
-    if (this.#ctx.node.engine.ownership(key, token, this.#session, id) !== "not-owner") return true;
+    if (this.#ctx.node.ownership(key, token, this.#session, id) !== "not-owner") return true;
     this.error(
       op,
       key,
@@ -227,14 +227,14 @@ export class LockVerbs implements AcquireSink {
    */
   #withinKeyQuota(op: "A" | "Y", key: string, id: string | undefined): boolean {
     const quota = this.#ctx.limits.maxKeysPerConnection;
-    const engine = this.#ctx.node.engine;
+    const node = this.#ctx.node;
     const session = this.#session;
     if (
       this.#keys.has(key) ||
       this.#keys.admits(
         this.#pending,
         quota,
-        (held, token) => engine.ownership(held, token, session, undefined) === "holder",
+        (held, token) => node.ownership(held, token, session, undefined) === "holder",
       )
     )
       return true;
@@ -268,8 +268,8 @@ export class LockVerbs implements AcquireSink {
       ["node", node.advertise],
       ["active", node.activeAddress ?? "-"],
       ["epoch", node.reportedEpoch.toString()],
-      ["keys", String(node.engine.keyCount)],
-      ["waiters", String(node.engine.waiterCount)],
+      ["keys", String(node.keyCount)],
+      ["waiters", String(node.waiterCount)],
       ["connections", String(this.#ctx.connectionCount())],
       ["uptime_ms", String(node.uptimeMs)],
     ]);

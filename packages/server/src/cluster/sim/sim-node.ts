@@ -323,7 +323,7 @@ export class SimNode implements Host {
   /** The holder table: key → token. */
   table(): Map<string, bigint> {
     const table = new Map<string, bigint>();
-    for (const { key, token } of this.lock?.engine.holders() ?? []) table.set(key, token);
+    for (const { key, token } of this.lock?.holders() ?? []) table.set(key, token);
     return table;
   }
 
