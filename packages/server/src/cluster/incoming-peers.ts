@@ -3,9 +3,9 @@ import type { Membership } from "./membership.js";
 import { ListenerHandshake } from "./peer/handshake.js";
 import type { PeerKey } from "./peer/peer-auth.js";
 import { type IncomingConnection, PeerListener, type PeerListenerDeps } from "./peer/peer-listener.js";
+import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer/peer-session.js";
 import type { PeerLinks } from "./peer-links.js";
 import type { PeerReports } from "./peer-reports.js";
-import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
 import type { RoleChanges, RoleEffect } from "./roles.js";
 import type { Standby } from "./standby.js";
 

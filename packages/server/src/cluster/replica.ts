@@ -1,5 +1,5 @@
 import type { ReplicatedExtendFrame, ReplicatedFreeFrame, ReplicatedGrantFrame } from "@lock/protocol";
-import type { Snapshot } from "./peer-session.js";
+import type { Snapshot } from "./peer/peer-session.js";
 
 /** What a replica needs of the engine: its holder table, written directly. */
 export interface ReplicaTable {

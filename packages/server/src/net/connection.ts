@@ -13,8 +13,7 @@ import {
   RequestDecoder,
   type RequestOp,
 } from "@lock/protocol";
-import type { Cluster } from "../cluster/cluster.js";
-import type { IncomingConnection, PeerListener } from "../cluster/peer/peer-listener.js";
+import type { Cluster, IncomingConnection, PeerListener } from "../cluster/index.js";
 import { endWithLinger } from "../io/close.js";
 import { LockVerbs, type VerbContext } from "../session/lock-verbs.js";
 import type { SecretChecker } from "./auth.js";

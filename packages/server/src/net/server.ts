@@ -3,11 +3,16 @@ import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import { TimerQueue } from "@lock/deadline-heap";
 import { encodeReply, formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { readIntoSharedBuffer } from "@lock/socket-io";
-import type { Cluster, ClusterEvents } from "../cluster/cluster.js";
-import { type ClusterNode, createClusterNode } from "../cluster/cluster-node.js";
-import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../cluster/membership.js";
-import { PeerKey } from "../cluster/peer/peer-auth.js";
-import { peerLinks } from "../cluster/peer-link.js";
+import {
+  type Cluster,
+  type ClusterEvents,
+  type ClusterNode,
+  type ClusterTiming,
+  createClusterNode,
+  DEFAULT_CLUSTER_TIMING,
+  PeerKey,
+  peerLinks,
+} from "../cluster/index.js";
 import { type Clock, monotonicClock } from "../engine/clock.js";
 import type { EngineJournal } from "../engine/engine.js";
 import { LingerBudget } from "../io/close.js";

@@ -1,6 +1,6 @@
 import type { DecodeError, PeerFrame } from "@lock/protocol";
-import { PeerSession, type PeerSessionHandler, type PeerTransport } from "../peer-session.js";
 import type { ListenerHandshake } from "./handshake.js";
+import { PeerSession, type PeerSessionHandler, type PeerTransport } from "./peer-session.js";
 
 /** The error codes a connection is refused with as a peer. */
 export type PeerRefusal = "PEER_NOT_AUTHENTICATED" | "PEER_AUTH_FAILED" | "PEER_PROTOCOL_ERROR";

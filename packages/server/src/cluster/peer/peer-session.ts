@@ -10,7 +10,7 @@ import {
   type ReplicatedGrantFrame,
   tokenSequence,
 } from "@lock/protocol";
-import { TIMER_MAX_MS } from "../limits.js";
+import { TIMER_MAX_MS } from "../../limits.js";
 
 /** The frames a PeerSession hands on one at a time, once they passed its checks. */
 export type SessionFrame =
