@@ -9,13 +9,13 @@ import { type Mutation, type SimResult, simulate } from "./simulator.js";
  * replays it and the schedule's faults. Exit 1 if any schedule failed.
  */
 const USAGE = `usage: pnpm sim [--seeds N] [--seed S | --from F] [--nodes K] [--steps M] [--clients C]
-                [--mutation none|same-node-id|clock-behind] [--log]
+                [--mutation none|same-node-id|clock-behind|peer-token-mismatch] [--log]
   --seeds N     schedules to run (default 1000), seeds F, F+1, ...
   --from F      first seed (default: random, printed)
   --seed S      run only seed S (with --log: every role change and grant)
   --nodes K     cluster size (default 3)
   --steps M     faults per schedule (default 8)
-  --mutation X  break a token-epoch rule on purpose (the checker must then fail)`;
+  --mutation X  break a token-epoch rule, or the peer handshake, on purpose (the checker must then fail)`;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -45,7 +45,7 @@ async function main(): Promise<number> {
   const steps = number("steps", values.steps, 8);
   const clients = number("clients", values.clients, 3);
   const mutation = (values.mutation ?? "none") as Mutation;
-  if (!["none", "same-node-id", "clock-behind"].includes(mutation))
+  if (!["none", "same-node-id", "clock-behind", "peer-token-mismatch"].includes(mutation))
     throw new RangeError(`unknown --mutation ${mutation}`);
   const single = values.seed !== undefined;
   const from = single ? number("seed", values.seed, 0) : number("from", values.from, randomInt(1, 2 ** 31));

@@ -49,6 +49,8 @@ export interface SimNodeConfig {
   readonly nodeId: number;
   /** True time (wall-clock ms) at simulated time 0. */
   readonly wallOrigin: number;
+  /** The node's peer token: none (`--insecure`) unless a mutation gives one node another. */
+  readonly peerToken: string | undefined;
 }
 
 /** A client connection on a node: its lock verbs behind the simulated socket. */
@@ -185,9 +187,10 @@ export class SimNode implements Host {
     this.heardSinceStart.clear();
     this.syncedSinceStart = false;
     const timers = new TimerQueue(scheduler.clock, { host: "manual" });
-    // No peer token (`--insecure`): the handshake runs in full, with nonces drawn from a counter.
+    // The handshake runs in full (with an empty key unless a mutation sets one), its nonces drawn
+    // from a counter so that a seed replays exactly.
     let nonces = 0;
-    const key = new PeerKey(undefined, () => (nonces++).toString(16).padStart(64, "0"));
+    const key = new PeerKey(config.peerToken, () => (nonces++).toString(16).padStart(64, "0"));
     const { node: lock, cluster } = createClusterNode({
       node: {
         dataDir: undefined,

@@ -6,7 +6,7 @@ import { simulate } from "./simulator.js";
 async function run(
   from: number,
   count: number,
-  options: { mutation?: "same-node-id"; nodes?: number; stopAtFirst?: boolean } = {},
+  options: { mutation?: "same-node-id" | "peer-token-mismatch"; nodes?: number; stopAtFirst?: boolean } = {},
 ) {
   const { stopAtFirst, ...shape } = options;
   const failed = [];
@@ -49,6 +49,11 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
   it("finds duplicate tokens within the slice when node ids collide (the token-epoch fix disabled)", async () => {
     const [found] = await run(1, 500, { mutation: "same-node-id", stopAtFirst: true });
     expect(found?.failures.some((failure) => failure.includes("issued twice"))).toBe(true);
+  });
+
+  it("finds a node kept out by the peer handshake within the slice (one node holds another peer token)", async () => {
+    const [found] = await run(1, 500, { mutation: "peer-token-mismatch", stopAtFirst: true });
+    expect(found?.failures.some((failure) => failure.includes("actives"))).toBe(true);
   });
 
   it("replays a seed exactly", async () => {

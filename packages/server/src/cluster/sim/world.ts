@@ -9,8 +9,10 @@ import { type NodeObserver, SimNode } from "./sim-node.js";
  * Ways to break the token-epoch rules or their assumption on purpose: the checker must then find
  * failures. `same-node-id`: every node has id 0 (epochs are no longer disjoint). `clock-behind`:
  * the last node's wall clock is 30 s behind, far past the configured skew bound.
+ * `peer-token-mismatch`: the last node holds another peer token, so the real peer handshake keeps
+ * it out of the cluster (a simulator that skipped the handshake would let it in unnoticed).
  */
-export type Mutation = "none" | "same-node-id" | "clock-behind";
+export type Mutation = "none" | "same-node-id" | "clock-behind" | "peer-token-mismatch";
 
 export interface WorldOptions {
   readonly seed: number;
@@ -65,6 +67,8 @@ export class SimWorld {
               : (skews.float() * 2 - 1) * maxSkew * 0.9,
           maxClockSkewMs: maxSkew,
           nodeId: mutation === "same-node-id" ? 0 : index,
+          peerToken:
+            mutation === "peer-token-mismatch" && index === options.nodes - 1 ? "another-cluster" : undefined,
           wallOrigin: WALL_ORIGIN,
         },
         this.scheduler,
