@@ -1,12 +1,5 @@
 import { TimerQueue } from "@lock/deadline-heap";
-import {
-  encodeReply,
-  isDecodeError,
-  isPeerFrame,
-  type PeerFrame,
-  parseRequestLine,
-  type Reply,
-} from "@lock/protocol";
+import { encodeReply, isDecodeError, isPeerFrame, parseRequestLine, type Reply } from "@lock/protocol";
 import { MemoryEpochStore } from "../../epoch/epoch-store.js";
 import { DEFAULT_SERVER_LIMITS } from "../../limits.js";
 import type { LockNode } from "../../node.js";
@@ -15,9 +8,9 @@ import type { Cluster, ClusterEvents } from "../cluster.js";
 import { createClusterNode } from "../cluster-node.js";
 import type { ClusterTiming } from "../membership.js";
 import { PeerKey } from "../peer/peer-auth.js";
-import type { PeerListener } from "../peer/peer-listener.js";
 import { MemoryLink } from "./memory-link.js";
 import type { Connection, ConnectionEnd, Host, Network } from "./network.js";
+import { acceptPeer } from "./peer-connection.js";
 import type { Scheduler } from "./scheduler.js";
 
 /** What the simulator learns from a node as it runs: its replies as they leave, role changes. */
@@ -170,7 +163,6 @@ export class SimNode implements Host {
   /** This process has held an active's snapshot (it then knows what that active knew). */
   syncedSinceStart = false;
   readonly #deferred: Array<() => void> = [];
-  readonly #peerConnections = new Set<Connection>();
 
   constructor(
     readonly config: SimNodeConfig,
@@ -262,7 +254,6 @@ export class SimNode implements Host {
     this.network.resetHost(this.name);
     for (const session of this.sessions) session.withdrawn();
     this.sessions.clear();
-    this.#peerConnections.clear();
     this.lock = undefined;
     this.cluster = undefined;
     this.timers = undefined;
@@ -334,80 +325,9 @@ export class SimNode implements Host {
     const lock = this.lock;
     const cluster = this.cluster;
     if (!this.up || !lock || !cluster) return undefined;
-    if (this.config.peers.includes(from)) return this.#acceptPeer(from, connection, cluster);
+    if (this.config.peers.includes(from)) return acceptPeer(this, from, connection, cluster);
     const session = new ClientSession(this, connection);
     this.sessions.add(session);
     return session;
-  }
-
-  /** A peer's connection: every line goes to a PeerListener, as lockd's ClientConnection hands it peer frames. */
-  #acceptPeer(from: string, connection: Connection, cluster: Cluster): ConnectionEnd {
-    this.#peerConnections.add(connection);
-    let closing = false;
-    const fail = (code: string, message: string) => {
-      if (closing) return;
-      closing = true;
-      this.network.send(connection, 1, `E ? - ${code} - ${message}\n`);
-      this.network.close(connection, 1);
-    };
-    const listener: PeerListener = cluster.peerListener({
-      remote: from,
-      authenticated: true,
-      servedClient: false,
-      get closing() {
-        return closing;
-      },
-      send: (line) => {
-        if (!closing) this.network.send(connection, 1, line);
-      },
-      fail,
-      // Honest nodes never fail the proof; lockd's delay before the answer is a socket concern.
-      failAfterDelay: fail,
-      close: () => {
-        closing = true;
-        this.network.close(connection, 1);
-      },
-      challenged: () => {},
-      becamePeer: () => {},
-    });
-    return {
-      onLine: (text) => {
-        this.cluster?.guardStall();
-        for (const line of text.split("\n")) {
-          if (line === "" || closing) continue;
-          const frame = parseRequestLine(line);
-          if (isDecodeError(frame)) listener.undecodable(frame);
-          else if (!isPeerFrame(frame)) {
-            if (!listener.request(frame.op))
-              throw new Error(`${from} sent ${JSON.stringify(line)} as a client`);
-          } else {
-            if (listener.isLink) {
-              for (const epoch of epochsIn(frame)) if (epoch > this.toldEpoch) this.toldEpoch = epoch;
-              this.heardSinceStart.add(from);
-            }
-            listener.frame(frame);
-            if (this.cluster?.replicaSource !== undefined) this.syncedSinceStart = true;
-          }
-        }
-        listener.endOfRead();
-        this.lock?.afterRequests();
-      },
-      onClose: () => this.#peerConnections.delete(connection),
-    };
-  }
-}
-
-/** The epochs a peer frame tells its receiver of. */
-function epochsIn(frame: PeerFrame): bigint[] {
-  switch (frame.peer) {
-    case "J":
-    case "B":
-      return [frame.epoch, frame.highest];
-    case "S":
-    case "P":
-    case "O":
-      return [frame.epoch];
-    default:
-      return [];
   }
 }
