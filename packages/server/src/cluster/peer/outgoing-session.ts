@@ -54,6 +54,7 @@ export class OutgoingSession {
   readonly #authToken: string | undefined;
   /** The `H` reply to our auth token has not come yet: nothing else may. */
   #awaitingH: boolean;
+  /** The handshake is done: what comes now is acknowledgements. */
   #connected = false;
   #lastAck = -1;
 
@@ -71,11 +72,6 @@ export class OutgoingSession {
     this.#awaitingH = options.authToken !== undefined;
   }
 
-  /** The handshake is done: frames sent now reach a peer that proved the peer token. */
-  get connected(): boolean {
-    return this.#connected;
-  }
-
   /** The connection is up: the handshake begins. */
   open(): void {
     this.#transport.write(
@@ -85,7 +81,7 @@ export class OutgoingSession {
 
   /** One line from the peer, in order; false once the connection was dropped (read no further). */
   receive(line: string): boolean {
-    const step = this.step(line);
+    const step = this.#step(line);
     switch (step.kind) {
       case "none":
         return true;
@@ -116,8 +112,8 @@ export class OutgoingSession {
     this.#transport.drop();
   }
 
-  /** What one line from the peer means here (pure but for the handshake's state). */
-  step(line: string): OutgoingStep {
+  /** What one line from the peer means here: no effect but on the session's own state. */
+  #step(line: string): OutgoingStep {
     if (line.startsWith("E ")) return { kind: "refused", line };
     if (this.#awaitingH && line === "H") {
       this.#awaitingH = false;
