@@ -181,12 +181,12 @@ async function expiryLateness(): Promise<void> {
       },
     },
   });
-  const session = node.engine.openSession();
+  const session = node.openSession();
   for (let i = 0; i < leases; i++) {
     const leaseMs = 1000 + (i % 1000);
     const key = `lease:${i}`;
     deadlines.set(key, performance.now() + leaseMs);
-    node.engine.acquire(session, { key, leaseMs, waitMs: 0, payload: { granted() {}, timedOut() {} } });
+    node.acquire(session, { key, leaseMs, waitMs: 0, payload: { granted() {}, timedOut() {} } });
   }
   node.afterRequests();
   await finished;

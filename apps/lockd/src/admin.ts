@@ -40,17 +40,17 @@ export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) 
     epoch: node.reportedEpoch.toString(),
     epochOf: epochOwner(server),
     // Set while this node's tokens run ahead of its clock (an epoch file or peer ahead of it).
-    epochAhead: epochAheadStatus(node.epochs.aheadOfClock()),
+    epochAhead: epochAheadStatus(node.epochAhead()),
     uptimeMs: node.uptimeMs,
     connections: server.connectionCount,
-    keysHeld: node.engine.keyCount,
-    waiters: node.engine.waiterCount,
+    keysHeld: node.keyCount,
+    waiters: node.waiterCount,
     grantsPerSecond: history.grantsPerSecond(performance.now()),
-    counters: { ...node.engine.counters },
+    counters: { ...node.counters },
     cluster: server.cluster
       ? { peers: withFollowedEpochs(server.cluster.peerStatus()), ...server.cluster.counters }
       : null,
-    mostContended: node.engine.mostContended(CONTENDED_SHOWN),
+    mostContended: node.mostContended(CONTENDED_SHOWN),
     recentChanges: clusterLog.recent(),
   };
 }
@@ -59,7 +59,7 @@ export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) 
 function epochOwner(server: LockServer): string | null {
   const node = server.node;
   if (node.role === "active") return node.advertise;
-  return node.followedEpoch?.() !== undefined ? (node.activeAddress ?? null) : null;
+  return node.followedEpoch !== undefined ? (node.activeAddress ?? null) : null;
 }
 
 type PeerRow = ReturnType<NonNullable<LockServer["cluster"]>["peerStatus"]>[number];
@@ -99,7 +99,7 @@ export function nodeReadiness({ server }: AdminDeps) {
     role: node.role,
     serving: node.serving,
     heldFor: node.heldFor,
-    holdingUntilMs: node.heldFor === "clock" ? node.epochs.taken?.servesFromMs : undefined,
+    holdingUntilMs: node.heldFor === "clock" ? node.takenEpoch?.servesFromMs : undefined,
     peers: server.cluster?.peerStatus(),
     active: node.activeAddress,
     replicaSource: server.cluster?.replicaSource,

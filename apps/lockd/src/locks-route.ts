@@ -58,7 +58,7 @@ export async function listLocks(
   query: { prefix: string; after: string | undefined; limit: number },
 ): Promise<LocksPage> {
   await prepareIndex(server);
-  const page = server.node.engine.listHeld(query);
+  const page = server.node.listHeld(query);
   const last = page.keys.at(-1);
   return {
     locks: page.keys.map((held) => ({
@@ -83,7 +83,7 @@ export async function listLocks(
 /** Builds the engine's ordered index of held keys in steps, one per event-loop turn, until complete. */
 async function prepareIndex(server: LockServer): Promise<void> {
   // Re-read the engine each turn: a role change may replace the table meanwhile.
-  while (!server.node.engine.prepareListing(INDEX_BUILD_STEP)) await yieldToEventLoop();
+  while (!server.node.prepareListing(INDEX_BUILD_STEP)) await yieldToEventLoop();
 }
 
 function parseLimit(raw: unknown): number | undefined {

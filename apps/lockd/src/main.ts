@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const clusterLog = new ClusterLog(() => server?.node.advertise ?? "this node");
   // At start and at every promotion: an epoch ahead of the clock is served anyway, and said loudly.
   const warnIfEpochAhead = () => {
-    const ahead = epochAheadStatus(server?.node.epochs.aheadOfClock());
+    const ahead = epochAheadStatus(server?.node.epochAhead());
     if (ahead === null) return;
     const { fields, message } = epochAheadLog(ahead, join(config.dataDir, "epoch"));
     log.warn(fields, message);
@@ -223,13 +223,13 @@ function clusterEvents(
 }
 
 function statusHistory(server: LockServer): StatusHistory {
-  const engine = server.node.engine;
+  const node = server.node;
   return new StatusHistory({
-    grants: () => engine.counters.grants,
+    grants: () => node.counters.grants,
     replicatedGrants: () => server.cluster?.replicatedGrants ?? 0,
-    handoffs: () => engine.counters.handoffs,
-    keysHeld: () => engine.keyCount,
-    waiters: () => engine.waiterCount,
+    handoffs: () => node.counters.handoffs,
+    keysHeld: () => node.keyCount,
+    waiters: () => node.waiterCount,
   });
 }
 

@@ -141,12 +141,8 @@ export class LockdMetrics implements ServerObserver {
 
   /** What the server holds now: keys, waiters, connections, unsent bytes, epoch and role. */
   #registerGauges(): void {
-    this.#gauge("lockd_keys_held", "Keys held now", (s) => s.node.engine.keyCount);
-    this.#gauge(
-      "lockd_waiters",
-      "Acquires queued now, all keys (queue depth)",
-      (s) => s.node.engine.waiterCount,
-    );
+    this.#gauge("lockd_keys_held", "Keys held now", (s) => s.node.keyCount);
+    this.#gauge("lockd_waiters", "Acquires queued now, all keys (queue depth)", (s) => s.node.waiterCount);
     this.#gauge("lockd_connections", "Open client connections", (s) => s.connectionCount);
     this.#gauge(
       "lockd_connections_unauthenticated",
@@ -224,9 +220,9 @@ export class LockdMetrics implements ServerObserver {
   #engineCounter(
     name: string,
     help: string,
-    read: (counters: LockServer["node"]["engine"]["counters"]) => number,
+    read: (counters: LockServer["node"]["counters"]) => number,
   ): void {
-    this.#mirroredCounter(name, help, (server) => read(server.node.engine.counters));
+    this.#mirroredCounter(name, help, (server) => read(server.node.counters));
   }
 
   #clusterCounter(

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
+import { parseToken } from "@lock/protocol";
 
 /**
  * The failure codes an adapter reports (README.md, "The adapter protocol"), in the client's own
@@ -174,14 +175,12 @@ function released(reply: Reply): ReleaseOutcome {
 
 function granted(reply: Reply): AcquireOutcome {
   if (!reply.ok) return failure(reply);
-  if (
-    typeof reply.lock !== "string" ||
-    typeof reply.token !== "string" ||
-    !/^(0|[1-9]\d*)$/.test(reply.token)
-  ) {
-    throw new AdapterError(`a grant needs a lock handle and a decimal token: ${line(reply)}`);
+  // A token as the wire spells it: a canonical decimal u64 (@lock/protocol's one parser).
+  const token = typeof reply.token === "string" ? parseToken(reply.token) : undefined;
+  if (typeof reply.lock !== "string" || token === undefined) {
+    throw new AdapterError(`a grant needs a lock handle and a decimal u64 token: ${line(reply)}`);
   }
-  return { ok: true, lock: reply.lock, token: BigInt(reply.token) };
+  return { ok: true, lock: reply.lock, token };
 }
 
 function failure(reply: Reply): Failure {

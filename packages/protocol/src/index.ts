@@ -88,7 +88,7 @@ export type {
   SnapshotHolderFrame,
   SnapshotSharedHolderFrame,
 } from "./peer.js";
-export { isPeerFrame } from "./peer.js";
+export { isPeerFrame, WHOLE_KEY } from "./peer.js";
 export {
   composeEpoch,
   composeToken,

@@ -149,6 +149,9 @@ export interface ReplicatedSharedGrantFrame extends SharedHold {
   readonly id?: string;
 }
 
+/** The token of a `!F` that frees every holder of its key (a folded catch-up; no grant has token 0). */
+export const WHOLE_KEY = 0n;
+
 /** `!F`: a replicated free (release or lease expiry). */
 export interface ReplicatedFreeFrame {
   readonly peer: "F";

@@ -39,7 +39,7 @@ export { DEFAULT_SERVER_LIMITS, resolveLimits, TIMER_MAX_MS } from "./limits.js"
 export { SecretChecker } from "./net/auth.js";
 export type { LockServerOptions, TlsFiles } from "./net/server.js";
 export { DEFAULT_PORT, LockServer } from "./net/server.js";
-export type { AcquireSink, HoldReason, LockNodeOptions, NodeRole } from "./node.js";
+export type { AcquireSink, HolderTable, HoldReason, LockNodeOptions, NodeHooks, NodeRole } from "./node.js";
 export { LockNode } from "./node.js";
 export type { ServerObserver } from "./observer.js";
 export { NO_OBSERVER } from "./observer.js";

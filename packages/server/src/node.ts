@@ -1,11 +1,25 @@
 import { type Timer, TimerQueue } from "@lock/deadline-heap";
+import type { NodeRole } from "@lock/protocol";
 import { DeadlineTimer } from "./deadline-timer.js";
 import { type Clock, monotonicClock } from "./engine/clock.js";
-import { type EngineJournal, LockEngine } from "./engine/engine.js";
-import type { HoldRule } from "./engine/lock-mode.js";
+import {
+  type AcquireInput,
+  type AcquireOutcome,
+  type EngineCounters,
+  type EngineJournal,
+  type HeldKey,
+  type KeyHolder,
+  type ListHeldInput,
+  LockEngine,
+  type Ownership,
+  type SnapshotHolder,
+  type TryAcquireOutcome,
+} from "./engine/engine.js";
+import type { HoldRule, LockMode } from "./engine/lock-mode.js";
+import type { Session } from "./engine/records.js";
 import { type SemaphoreRule, SemaphoreRules } from "./engine/semaphore-rules.js";
 import { TokenIssuer } from "./engine/token-issuer.js";
-import { EpochKeeper, type LearnOutcome } from "./epoch/epoch-keeper.js";
+import { EpochKeeper, type LearnOutcome, type TakenEpoch } from "./epoch/epoch-keeper.js";
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from "./epoch/epoch-plan.js";
 import type { EpochStore } from "./epoch/epoch-store.js";
 import type { ServerLimits } from "./limits.js";
@@ -20,10 +34,46 @@ export interface AcquireSink {
   timedOut(key: string, id: string | undefined): void;
 }
 
-export type NodeRole = "active" | "standby";
+export type { NodeRole } from "@lock/protocol";
 
 /** Why an active does not serve for a while (`LockNode.hold`). */
 export type HoldReason = "clock" | "stall";
+
+/** What a cluster adds to a node's own behaviour (`LockNodeOptions.hooks`); a single node has none. */
+export interface NodeHooks {
+  /** Called before lease deadlines run: the cluster's stall check. */
+  beforeDeadlines?(): void;
+  /** Called when the node starts serving (promoted, or a hold ended): operators see it in the log. */
+  serving?(): void;
+  /**
+   * Called when a sequence ran out and the node moved to a new epoch, before the grant that needed
+   * it is journaled: the cluster announces the epoch (`!P`) ahead of that grant.
+   */
+  epochRenewed?(epoch: bigint): void;
+  /** On a standby: the epoch of the active it follows, as its heartbeats say; undefined while it follows none. */
+  followedEpoch?(): bigint | undefined;
+  /**
+   * Why `Q`/`W` (shared holders, permits) cannot be served now, or undefined when they can: a peer
+   * of the cluster speaks an older peer protocol, which cannot replicate them.
+   */
+  lockModesRefusal?(): string | undefined;
+}
+
+/**
+ * The holder table's direct reads and writes, for the cluster only: a standby's replica is written
+ * from the active's stream, an active's snapshot read from it, a demoted node's dropped.
+ */
+export type HolderTable = Pick<
+  LockEngine<AcquireSink>,
+  | "installHolder"
+  | "installExtension"
+  | "removeHolder"
+  | "holder"
+  | "clear"
+  | "holders"
+  | "keyHolders"
+  | "maxHeldToken"
+>;
 
 export interface LockNodeOptions {
   /**
@@ -49,6 +99,8 @@ export interface LockNodeOptions {
   readonly wallNow?: () => number;
   /** Where the highest known epoch is kept; `<dataDir>/epoch` unless a test injects one. */
   readonly epochStore?: EpochStore;
+  /** The cluster's part in the node's behaviour (see NodeHooks): given at construction, never patched on. */
+  readonly hooks?: NodeHooks;
   /** Keys that are semaphores of a fixed number of permits, by pattern (SemaphoreRules). */
   readonly semaphores?: readonly SemaphoreRule[];
   /** @internal The simulator's negative control only (LockEngine's holdRule). */
@@ -56,49 +108,33 @@ export interface LockNodeOptions {
 }
 
 /**
- * One lockd node's state: the engine, its token epochs (kept by an EpochKeeper) and the timer that
- * drives leases and waits. The network layer and the cluster layer talk to the node, never to files
- * or timers directly.
+ * One lockd node, behind one façade: the engine, its token epochs (kept by an EpochKeeper) and the
+ * timer that drives leases and waits stay inside. Outside, callers get its state read-only (role,
+ * epochs, holds), the lock verbs a session runs, stats, and the listing of held keys; the cluster
+ * also changes its role and epochs through the methods marked "cluster", and writes a standby's
+ * table through `holderTable`. The network layer and the cluster layer talk to the node, never to
+ * files or timers directly.
  *
  * An active serves only while nothing holds it (`hold`): right after it took an epoch ahead of its
  * clock, and after a stall until the cluster confirms it is still the active. While held, lock
  * verbs get `NO_ACTIVE` and no lease expires, so nothing is granted.
  */
 export class LockNode {
-  readonly engine: LockEngine<AcquireSink>;
+  readonly #engine: LockEngine<AcquireSink>;
   readonly advertise: string;
   readonly clock: Clock;
   readonly timers: TimerQueue;
   readonly startedAt: number;
   readonly observer: ServerObserver;
-  readonly epochs: EpochKeeper;
-  role: NodeRole = "active";
-  /** The active's address as far as this node knows (itself when active). */
-  activeAddress: string | undefined;
+  readonly #epochs: EpochKeeper;
+  #role: NodeRole = "active";
+  #activeAddress: string | undefined;
+  readonly #hooks: NodeHooks;
   readonly #dirLock: DataDirLock | undefined;
   readonly #timer: DeadlineTimer;
   readonly #wallNow: () => number;
   readonly #holds = new Set<HoldReason>();
   #clockHold: Timer | undefined;
-  /** Called before lease deadlines run: the cluster's stall check. */
-  beforeDeadlines: (() => void) | undefined;
-  /** Called when the node starts serving (promoted, or a hold ended): operators see it in the log. */
-  onServing: (() => void) | undefined;
-  /**
-   * Called when a sequence ran out and the node moved to a new epoch, before the grant that needed
-   * it is journaled: the cluster announces the epoch (`!P`) ahead of that grant.
-   */
-  onEpochRenewed: ((epoch: bigint) => void) | undefined;
-  /**
-   * On a standby: the epoch of the active it follows, as that active's heartbeats say (set by the
-   * cluster); undefined while it follows none.
-   */
-  followedEpoch: (() => bigint | undefined) | undefined;
-  /**
-   * Why `Q`/`W` (shared holders, permits) cannot be served now, or undefined when they can: a peer
-   * of the cluster speaks an older peer protocol, which cannot replicate them (set by the Cluster).
-   */
-  lockModesRefusal: (() => string | undefined) | undefined;
   #wasServing = false;
 
   constructor(options: LockNodeOptions) {
@@ -106,7 +142,8 @@ export class LockNode {
     this.timers = options.timers ?? new TimerQueue(this.clock);
     this.advertise = options.advertise;
     this.observer = options.observer ?? NO_OBSERVER;
-    this.activeAddress = options.advertise;
+    this.#activeAddress = options.advertise;
+    this.#hooks = options.hooks ?? {};
     this.#wallNow = options.wallNow ?? Date.now;
     const { dataDir } = options;
     if (dataDir === undefined && options.epochStore === undefined)
@@ -114,7 +151,7 @@ export class LockNode {
     const store = options.epochStore ?? new EpochFile(dataDir!);
     this.#dirLock = dataDir === undefined ? undefined : DataDirLock.acquire(dataDir);
     try {
-      this.epochs = new EpochKeeper({
+      this.#epochs = new EpochKeeper({
         store,
         nodeId: options.nodeId ?? 0,
         wallNow: this.#wallNow,
@@ -123,9 +160,9 @@ export class LockNode {
       // A single node takes a fresh epoch before its first grant, so every token from now on exceeds
       // every earlier one. A cluster node starts as a standby and takes one when it promotes.
       const single = options.startAs !== "standby";
-      const start = single ? this.epochs.take(true) : undefined;
-      const tokens = new TokenIssuer(start?.epoch ?? this.epochs.highest, () => this.#renewEpoch());
-      this.engine = new LockEngine<AcquireSink>({
+      const start = single ? this.#epochs.take(true) : undefined;
+      const tokens = new TokenIssuer(start?.epoch ?? this.#epochs.highest, () => this.#renewEpoch());
+      this.#engine = new LockEngine<AcquireSink>({
         clock: this.clock,
         tokens,
         events: {
@@ -142,10 +179,10 @@ export class LockNode {
       });
       this.#timer = new DeadlineTimer(
         {
-          nextDeadline: () => this.engine.nextDeadline(),
+          nextDeadline: () => this.#engine.nextDeadline(),
           tick: () => {
-            this.beforeDeadlines?.();
-            if (this.serving) this.engine.tick();
+            this.#hooks.beforeDeadlines?.();
+            if (this.serving) this.#engine.tick();
           },
         },
         this.timers,
@@ -159,8 +196,22 @@ export class LockNode {
     }
   }
 
+  get role(): NodeRole {
+    return this.#role;
+  }
+
+  /** The active's address as far as this node knows (itself when active). */
+  get activeAddress(): string | undefined {
+    return this.#activeAddress;
+  }
+
+  /** On a standby: the epoch of the active it follows (see NodeHooks.followedEpoch). */
+  get followedEpoch(): bigint | undefined {
+    return this.#hooks.followedEpoch?.();
+  }
+
   get epoch(): bigint {
-    return this.engine.epoch;
+    return this.#engine.epoch;
   }
 
   /**
@@ -169,43 +220,152 @@ export class LockNode {
    * A standby's own `epoch` is whatever its table started with: 0, or its last one before a restart.
    */
   get reportedEpoch(): bigint {
-    return this.role === "active" ? this.epoch : (this.followedEpoch?.() ?? 0n);
+    return this.#role === "active" ? this.epoch : (this.followedEpoch ?? 0n);
   }
 
   /** Active and not held: lock verbs are served. */
   get serving(): boolean {
-    return this.role === "active" && this.#holds.size === 0;
+    return this.#role === "active" && this.#holds.size === 0;
   }
 
   get uptimeMs(): number {
     return Math.round(this.clock.now() - this.startedAt);
   }
 
+  /** The highest epoch this node knows of, its own included (stored before it is acted on). */
+  get highestEpoch(): bigint {
+    return this.#epochs.highest;
+  }
+
+  /** The epoch this node took last, if it runs ahead of the clock now (see EpochKeeper.aheadOfClock). */
+  epochAhead(): TakenEpoch | undefined {
+    return this.#epochs.aheadOfClock();
+  }
+
+  /** The epoch this node took last (promotion, start of a single node), if any. */
+  get takenEpoch(): TakenEpoch | undefined {
+    return this.#epochs.taken;
+  }
+
+  // The lock verbs, for one session each (LockVerbs): see LockEngine for their contracts.
+
+  openSession(label?: string): Session<AcquireSink> {
+    return this.#engine.openSession(label);
+  }
+
+  closeSession(session: Session<AcquireSink>): void {
+    this.#engine.closeSession(session);
+  }
+
+  /** The session's queued acquires, in no particular order. */
+  sessionWaiters(session: Session<AcquireSink>): Array<{ key: string; id: string | undefined }> {
+    return this.#engine.sessionWaiters(session);
+  }
+
+  acquire(session: Session<AcquireSink>, input: AcquireInput<AcquireSink>): AcquireOutcome<AcquireSink> {
+    return this.#engine.acquire(session, input);
+  }
+
+  tryAcquire(
+    key: string,
+    leaseMs: number,
+    id: string | undefined,
+    session: Session<AcquireSink>,
+    mode?: LockMode,
+  ): TryAcquireOutcome {
+    return this.#engine.tryAcquire(key, leaseMs, id, session, mode);
+  }
+
+  ownership(key: string, token: bigint, session: Session<AcquireSink>, id: string | undefined): Ownership {
+    return this.#engine.ownership(key, token, session, id);
+  }
+
+  release(key: string, token: bigint): boolean {
+    return this.#engine.release(key, token);
+  }
+
+  extend(key: string, token: bigint, leaseMs: number): boolean {
+    return this.#engine.extend(key, token, leaseMs);
+  }
+
+  /** Withdraws the queued acquire `id` on `key`: where its reply goes, or undefined if none was queued. */
+  cancel(key: string, id: string, withdrawn?: (sink: AcquireSink) => void): AcquireSink | undefined {
+    return this.#engine.cancel(key, id, withdrawn);
+  }
+
+  // Stats and the listing of held keys (`I`, /status, /metrics, /locks).
+
+  get keyCount(): number {
+    return this.#engine.keyCount;
+  }
+
+  get waiterCount(): number {
+    return this.#engine.waiterCount;
+  }
+
+  /** Counts since start (grants, releases, expiries…): live, read-only. */
+  get counters(): Readonly<EngineCounters> {
+    return this.#engine.counters;
+  }
+
+  mostContended(limit: number): Array<{ key: string; waiters: number }> {
+    return this.#engine.mostContended(limit);
+  }
+
+  /** Every holder, read lazily (a snapshot, a test). */
+  holders(): Iterable<SnapshotHolder> {
+    return this.#engine.holders();
+  }
+
+  /** Every holder of `key`, with its mode and slot (tests, the simulator's checker). */
+  holdersOf(key: string): KeyHolder[] {
+    return this.#engine.holdersOf(key);
+  }
+
+  /** Why shared holders and permits cannot be granted now (a cluster mid-upgrade), if so. */
+  lockModesRefusal(): string | undefined {
+    return this.#hooks.lockModesRefusal?.();
+  }
+
+  /** Builds the sorted index of held keys a step at a time; true once it is ready for `listHeld`. */
+  prepareListing(budget: number): boolean {
+    return this.#engine.prepareListing(budget);
+  }
+
+  listHeld(input: ListHeldInput): { keys: HeldKey[]; more: boolean } {
+    return this.#engine.listHeld(input);
+  }
+
+  /** Cluster: the table's direct reads and writes (see HolderTable). */
+  get holderTable(): HolderTable {
+    return this.#engine;
+  }
+
   /**
-   * Takes a new, stored epoch above every epoch known and issues tokens from it (promotion, or
+   * Cluster: takes a new, stored epoch above every epoch known and issues tokens from it (promotion, or
    * moving above a rival's epoch). `informed`: this node heard the whole cluster since it started
    * (epoch-plan.ts). If the epoch runs ahead of the clock, the node holds until it may grant.
    */
   takeEpoch(informed: boolean): bigint {
-    const plan = this.epochs.take(informed);
-    this.engine.moveToEpoch(plan.epoch);
+    const plan = this.#epochs.take(informed);
+    this.#engine.moveToEpoch(plan.epoch);
     this.#holdUntil(plan.serveFromMs);
     return plan.epoch;
   }
 
-  /** Records an epoch heard from a peer (stored before this returns when it is a new highest). */
+  /** Cluster: records an epoch heard from a peer (stored before this returns when it is a new highest). */
   learnEpoch(epoch: bigint): LearnOutcome {
-    return this.epochs.learn(epoch);
+    return this.#epochs.learn(epoch);
   }
 
-  /** Stops granting (see the class comment) until `release(reason)`; holds nest by reason. */
+  /** Cluster: stops granting (see the class comment) until `endHold(reason)`; holds nest by reason. */
   hold(reason: HoldReason): void {
     this.#holds.add(reason);
     this.#timer.stop();
     this.#wasServing = false;
   }
 
-  release(reason: HoldReason): void {
+  endHold(reason: HoldReason): void {
     if (reason === "clock" && this.#clockHold) {
       this.#clockHold.cancel();
       this.#clockHold = undefined;
@@ -224,26 +384,33 @@ export class LockNode {
   }
 
   /**
-   * Switches role. Only the active runs lease and wait deadlines: a standby's holder table is a
+   * Cluster: switches role. Only the active runs lease and wait deadlines: a standby's holder table is a
    * replica, and its leases are reclaimed by the active (or by this node once promoted).
    */
   setRole(role: NodeRole, activeAddress: string | undefined): void {
-    this.role = role;
-    this.activeAddress = activeAddress;
+    this.#role = role;
+    this.#activeAddress = activeAddress;
     // Holds concern an active's grants; a promotion that needs one sets it again.
     if (role !== "active") {
-      this.release("clock");
+      this.endHold("clock");
       this.#holds.clear();
     }
-    this.engine.deferDeadlines(role !== "active");
+    this.#engine.deferDeadlines(role !== "active");
     this.#servingChanged();
+  }
+
+  /** Cluster: a standby points clients at `active` (undefined: none known); true if that changed anything. */
+  follow(active: string | undefined): boolean {
+    if (this.#activeAddress === active) return false;
+    this.#activeAddress = active;
+    return true;
   }
 
   #servingChanged(): void {
     const serving = this.serving;
     if (serving) this.#timer.start();
     else this.#timer.stop();
-    if (serving && !this.#wasServing) this.onServing?.();
+    if (serving && !this.#wasServing) this.#hooks.serving?.();
     this.#wasServing = serving;
   }
 
@@ -253,15 +420,15 @@ export class LockNode {
   }
 
   close(): void {
-    this.release("clock");
+    this.endHold("clock");
     this.#timer.stop();
     this.#dirLock?.release();
   }
 
   /** A sequence ran out: the next epoch is taken at once (no wait; see docs/consistency.md). */
   #renewEpoch(): bigint {
-    const epoch = this.epochs.take(true).epoch;
-    this.onEpochRenewed?.(epoch);
+    const epoch = this.#epochs.take(true).epoch;
+    this.#hooks.epochRenewed?.(epoch);
     return epoch;
   }
 
@@ -272,7 +439,7 @@ export class LockNode {
     this.#clockHold?.cancel();
     this.#clockHold = this.timers.after(waitMs, () => {
       this.#clockHold = undefined;
-      this.release("clock");
+      this.endHold("clock");
     });
   }
 }

@@ -1,5 +1,21 @@
+import type { Timer } from "@lock/deadline-heap";
+
 /** How often, at most, a ReportLimiter reports (lockd logs what it reports). */
 export const REPORT_INTERVAL_MS = 10_000;
+
+/** Where a ReportLimiter's interval timer runs: a node's TimerQueue (`after`), or real timers. */
+export interface ReportTimers {
+  after(delayMs: number, callback: () => void): Timer;
+}
+
+/** Real timers, unref'd so a pending report never holds a process open. */
+const REAL_TIMERS: ReportTimers = {
+  after(delayMs, callback) {
+    const timeout = setTimeout(callback, delayMs);
+    timeout.unref();
+    return { cancel: () => clearTimeout(timeout) };
+  },
+};
 
 /**
  * Reports an event at most once per interval, for events anyone who reaches the port can cause at
@@ -8,18 +24,25 @@ export const REPORT_INTERVAL_MS = 10_000;
  * after it are counted, and when the interval ends they get one report with the latest one's
  * details and `count`, how many events the report stands for.
  *
- * Not thread-safe, which JavaScript rules out; the timer is unref'd so it never holds a process open.
+ * Its one timer runs on `timers`: a node's TimerQueue inside lockd's cluster (so the simulator
+ * steps it on its clock like every other timer of a node), real unref'd timers by default.
  */
 export class ReportLimiter<T> {
   readonly #report: (details: T, count: number) => void;
   readonly #intervalMs: number;
-  #interval: NodeJS.Timeout | undefined;
+  readonly #timers: ReportTimers;
+  #interval: Timer | undefined;
   #unreported = 0;
   #latest: T | undefined;
 
-  constructor(report: (details: T, count: number) => void, intervalMs = REPORT_INTERVAL_MS) {
+  constructor(
+    report: (details: T, count: number) => void,
+    intervalMs = REPORT_INTERVAL_MS,
+    timers: ReportTimers = REAL_TIMERS,
+  ) {
     this.#report = report;
     this.#intervalMs = intervalMs;
+    this.#timers = timers;
   }
 
   event(details: T): void {
@@ -34,18 +57,17 @@ export class ReportLimiter<T> {
 
   /** Reports what was counted but not yet reported, and stops the timer. */
   flush(): void {
-    if (this.#interval) clearTimeout(this.#interval);
+    this.#interval?.cancel();
     this.#interval = undefined;
     this.#reportUnreported();
   }
 
   #startInterval(): void {
-    this.#interval = setTimeout(() => {
+    this.#interval = this.#timers.after(this.#intervalMs, () => {
       this.#interval = undefined;
       // A report now opens a new interval; a quiet interval ends the sequence.
       if (this.#reportUnreported()) this.#startInterval();
-    }, this.#intervalMs);
-    this.#interval.unref();
+    });
   }
 
   #reportUnreported(): boolean {

@@ -1,5 +1,20 @@
-import type { ReplicatedFreeFrame, ReplicatedGrantFrame, ReplicatedSharedGrantFrame } from "@lock/protocol";
-import type { SnapshotHolder } from "./replicator.js";
+import {
+  type LockMode,
+  type ReplicatedFreeFrame,
+  type ReplicatedGrantFrame,
+  type ReplicatedSharedGrantFrame,
+  WHOLE_KEY,
+} from "@lock/protocol";
+
+/** One holder as a snapshot or a fold sends it (LockEngine.holders); `mode` absent: exclusive; `slot` -1: none. */
+export interface SnapshotHolder {
+  readonly key: string;
+  readonly token: bigint;
+  readonly remainingMs: number;
+  readonly id: string | undefined;
+  readonly mode?: LockMode;
+  readonly slot?: number;
+}
 
 /** A change as the replicator publishes it; an extension carries the holder's id for folding. */
 export type Change =
@@ -203,6 +218,3 @@ function foldShared(
 function noSharedKeys(key: string): never {
   throw new Error(`no current holders given to fold ${key}, a key that had shared holders`);
 }
-
-/** The token of a `!F` that frees every holder of its key (no grant has token 0). */
-export const WHOLE_KEY = 0n;

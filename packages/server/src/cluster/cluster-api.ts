@@ -24,6 +24,8 @@ export interface ClusterOptions {
   /** Opens the outgoing link to each peer: sockets in lockd, memory in the simulator. */
   readonly links: LinkFactory;
   readonly handoffTimeoutMs: number;
+  /** The most holders a peer's snapshot may carry: this node's key limit (it could not hold more). */
+  readonly maxSnapshotHolders: number;
 }
 
 export interface ClusterEvents {

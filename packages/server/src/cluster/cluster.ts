@@ -1,30 +1,28 @@
 import type { Timer } from "@lock/deadline-heap";
-import type { NodeRole } from "@lock/protocol";
 import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
+import { IncomingPeers } from "./incoming-peers.js";
 import { Membership } from "./membership.js";
-import { ListenerHandshake } from "./peer/peer-auth.js";
+import type { IncomingConnection, PeerListener } from "./peer/peer-listener.js";
 import { lockModesRefusal } from "./peer/peer-version.js";
 import { PeerLinks } from "./peer-links.js";
 import { PeerReports } from "./peer-reports.js";
-import type { PeerSession, PeerSessionHandler, SessionFrame, Snapshot } from "./peer-session.js";
 import { peerStatus } from "./peer-status.js";
 import type { Replicator } from "./replicator.js";
-import { RoleChanges } from "./roles.js";
+import { RoleChanges, type RoleEffect } from "./roles.js";
 import { StallGuard } from "./stall-guard.js";
 import { Standby } from "./standby.js";
-
-export type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
 
 /**
  * One node's part in the active/standby cluster, wired together: `Membership` decides who should be
  * active, `RoleChanges` carries its decisions out, `PeerLinks` sends heartbeats and (while active)
- * the replication stream, `Standby` takes the active's snapshot and stream into the replica, and
- * `StallGuard` holds an active that did not run for a while. This class runs the heartbeat tick and
- * routes each peer frame to its owner. docs/consistency.md has the timelines.
+ * the replication stream, `Standby` takes the active's snapshot and stream into the replica,
+ * `IncomingPeers` takes peers' connections and routes their frames to their owners, and `StallGuard` holds an active that
+ * did not run for a while. This class runs the heartbeat tick and wires the links together; it is
+ * built with its node by `createClusterNode`. docs/consistency.md has the timelines.
  */
-export class Cluster implements PeerSessionHandler {
-  readonly membership: Membership;
+export class Cluster {
+  readonly #membership: Membership;
   readonly #node: LockNode;
   readonly #replicator: Replicator;
   readonly #events: ClusterEvents;
@@ -34,6 +32,7 @@ export class Cluster implements PeerSessionHandler {
   readonly #standby: Standby;
   readonly #stall: StallGuard;
   readonly #roles: RoleChanges;
+  readonly #incoming: IncomingPeers;
   #timer: Timer | undefined;
   /** `stop()` began: this node takes no role it would have to hand straight back. */
   #stopping = false;
@@ -50,9 +49,9 @@ export class Cluster implements PeerSessionHandler {
     this.#events = events;
     this.#options = options;
     const membership = new Membership(options.peers, options.advertise, options.timing, node.clock);
-    this.membership = membership;
+    this.#membership = membership;
     this.#stall = new StallGuard(membership);
-    this.#reports = new PeerReports(events, () => node.clock.now());
+    this.#reports = new PeerReports(events, node.timers);
     this.#links = new PeerLinks({
       node,
       membership,
@@ -60,12 +59,12 @@ export class Cluster implements PeerSessionHandler {
       reports: this.#reports,
       open: options.links,
     });
-    this.#standby = new Standby(node.engine, {
+    this.#standby = new Standby(node.holderTable, {
       membership,
       serving: () => node.role === "active" || this.#roles.handingOff,
       learn: (from, epoch) => this.#roles.learn(from, epoch),
       redirectPending: (address) => hooks.redirectPending(address),
-      follow: (address) => this.#follow(address),
+      follow: (address) => this.#roles.follow(address),
       now: () => node.clock.now(),
     });
     this.#roles = new RoleChanges({
@@ -77,18 +76,18 @@ export class Cluster implements PeerSessionHandler {
       standby: this.#standby,
       links: this.#links.byIndex,
       handoffTimeoutMs: options.handoffTimeoutMs,
-      tick: () => this.#tick(),
-      follow: (address) => this.#follow(address),
     });
-    node.beforeDeadlines = () => this.guardStall();
-    node.onServing = () => events.serving(node.epoch);
-    node.onEpochRenewed = (epoch) => replicator.announceEpoch(epoch);
-    node.lockModesRefusal = () => lockModesRefusal(this.#links.byIndex.values());
-    node.followedEpoch = () => {
-      const active =
-        node.activeAddress === undefined ? undefined : membership.peerByAddress(node.activeAddress);
-      return active?.role === "active" ? active.epoch : undefined;
-    };
+    this.#incoming = new IncomingPeers({
+      key: options.key,
+      maxSnapshotHolders: options.maxSnapshotHolders,
+      membership,
+      roles: this.#roles,
+      standby: this.#standby,
+      links: this.#links,
+      reports: this.#reports,
+      stopping: () => this.#stopping,
+      apply: (effect) => this.#apply(effect),
+    });
   }
 
   start(): void {
@@ -105,14 +104,10 @@ export class Cluster implements PeerSessionHandler {
 
   /**
    * Graceful stop: if this node is the active and a synced standby is live, hand the role to the
-   * highest-priority one first, so clients move over with no gap. Then close the peer links.
+   * highest-priority one first, so clients move over with no gap. Then close the peer links and
+   * call `then`. Stepped by events (acknowledgements, timers), no promise in between.
    */
-  stop(): Promise<void> {
-    return new Promise((resolve) => this.stopThen(resolve));
-  }
-
-  /** `stop()`, stepped by events (acknowledgements, timers): `then` is called once it is done. */
-  stopThen(then: () => void): void {
+  stop(then: () => void): void {
     this.#stopping = true;
     this.#timer?.cancel();
     this.#timer = undefined;
@@ -135,22 +130,9 @@ export class Cluster implements PeerSessionHandler {
     });
   }
 
-  /** The listening side of the peer handshake, for one incoming connection. */
-  listenerHandshake(): ListenerHandshake {
-    return new ListenerHandshake(this.#options.key, this.membership.selfAddress, (address) => {
-      const peer = this.membership.peerByAddress(address);
-      return peer !== undefined && peer.index !== this.membership.self;
-    });
-  }
-
-  /** An incoming connection refused as a peer (see `ClusterEvents.peerRejected`). */
-  rejected(remote: string, node: string | undefined, reason: string): void {
-    this.#reports.rejected(remote, node, reason);
-  }
-
-  /** PeerSessionHandler: an authenticated incoming link broke the protocol. */
-  violated(session: PeerSession, reason: string): void {
-    this.#reports.violation(session.peer, reason);
+  /** The peer side of one incoming connection: its handshake, then its link's frames. */
+  peerListener(connection: IncomingConnection): PeerListener {
+    return this.#incoming.listen(connection);
   }
 
   /** Promotions, demotions, handoffs and epoch raises since start (for /status). */
@@ -168,61 +150,18 @@ export class Cluster implements PeerSessionHandler {
     return this.#standby.grantsApplied;
   }
 
-  isMember(address: string): boolean {
-    return this.membership.peerByAddress(address) !== undefined;
-  }
-
   /** Status of every peer, for `/status`. */
   peerStatus() {
-    return peerStatus(this.#node, this.membership, this.#links, this.#replicator);
+    return peerStatus(this.#node, this.#membership, this.#links, this.#replicator);
   }
 
-  /**
-   * A frame from a peer's incoming connection (its heartbeats; the active's stream), checked by
-   * its PeerSession: the sender proved it is `session.peer`, and the frame fits the stream.
-   */
-  onPeerFrame(session: PeerSession, frame: SessionFrame): void {
-    switch (frame.peer) {
-      case "J":
-        this.#standby.joined(session);
-        this.#heard(session.peer, frame.role, frame.epoch, undefined, frame.highest);
-        return;
-      case "B":
-        this.#heard(session.peer, frame.role, frame.epoch, frame.active, frame.highest);
-        return;
-    }
-    // An epoch is learned from whoever tells it, followed or not, standby or active: a rival active
-    // announcing its raised epoch (`!P`) to a node it still streams to must move that node above it
-    // before its next grant, not only at the rival's next heartbeat (found by the simulator).
-    if (frame.peer === "P" || frame.peer === "O") this.#roles.learn(session.peer, frame.epoch);
-    if (this.#standby.receive(session, frame) === "handoff") this.#takeHandoff(session, frame.seq);
+  /** On a standby: the epoch of the active it follows, as its heartbeats say (LockNode.followedEpoch). */
+  followedEpoch(): bigint | undefined {
+    return this.#membership.activeEpoch(this.#node.activeAddress);
   }
 
-  /** The followed active hands its role to this node (`!O`). */
-  #takeHandoff(session: PeerSession, seq: number): void {
-    if (this.#stopping) {
-      // Leaving: refuse by dropping the link, so the sender's handoff fails now and it stays
-      // the active, instead of waiting out its handoff timeout for an acknowledgement.
-      session.close();
-      return;
-    }
-    this.#roles.takeHandoff(session.peer);
-    // Acknowledge at once: the old active redirects its clients only after this.
-    session.acknowledgeNow(seq);
-  }
-
-  /** A complete snapshot from an active's link (Standby decides whether it replaces the replica). */
-  applySnapshot(session: PeerSession, snapshot: Snapshot): void {
-    this.#standby.applySnapshot(session, snapshot);
-  }
-
-  #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined, highest: bigint): void {
-    const heard = this.membership.heard(address, role, epoch, active);
-    if (!heard) return;
-    // A frame's epoch is never above its highest (PeerSession checks it): the highest covers both.
-    this.#roles.learn(address, highest);
-    if (heard.previousRole === "active" && role === "standby") this.#links.needsSnapshot(heard.peer);
-  }
+  /** Why shared holders and permits cannot be granted (a linked peer of protocol 1), if so. */
+  lockModesRefusal = (): string | undefined => lockModesRefusal(this.#links.byIndex.values());
 
   /** Checks for a stall of this process (StallGuard); called before any client byte or deadline. */
   guardStall(): void {
@@ -238,22 +177,23 @@ export class Cluster implements PeerSessionHandler {
     this.guardStall();
     this.#stall.ticked(this.#node.clock.now());
     this.#links.sendHeartbeat(this.#roles.handingOff);
-    for (const peer of this.membership.livenessChanges())
-      this.#events.peerLiveness(peer.address, this.membership.isLive(peer), peer.role);
+    for (const peer of this.#membership.livenessChanges())
+      this.#events.peerLiveness(peer.address, this.#membership.isLive(peer), peer.role);
     if (this.#node.role === "standby" && !this.#roles.busy) {
-      this.#follow((this.membership.liveActive() ?? this.membership.vouchedActive())?.address);
+      this.#roles.follow((this.#membership.liveActive() ?? this.#membership.vouchedActive())?.address);
       this.#standby.resyncFromActive();
     }
     if (this.#node.role === "active") this.#links.snapshotNewStandbys();
-    this.#roles.decide(
-      (peer) => this.#links.isSyncedStandby(peer),
-      () => this.#stall.confirmed(),
+    this.#apply(
+      this.#roles.decide(
+        (peer) => this.#links.isSyncedStandby(peer),
+        () => this.#stall.confirmed(),
+      ),
     );
   }
 
-  #follow(active: string | undefined): void {
-    if (this.#node.activeAddress === active) return;
-    this.#node.activeAddress = active;
-    this.#events.following(active);
+  /** What a role change left to do: a new active announces its epoch with a tick at once. */
+  #apply(effect: RoleEffect | undefined): void {
+    if (effect === "announce") this.#tick();
   }
 }

@@ -109,6 +109,18 @@ export class Membership {
     return this.peers.find((peer) => peer.address === address);
   }
 
+  /** Another node's `--peers` entry (not this node's own): who may complete the peer handshake. */
+  isOtherPeer(address: string): boolean {
+    const peer = this.peerByAddress(address);
+    return peer !== undefined && peer.index !== this.self;
+  }
+
+  /** The epoch `address` announces as the active, if its latest heartbeat says it is one. */
+  activeEpoch(address: string | undefined): bigint | undefined {
+    const peer = address === undefined ? undefined : this.peerByAddress(address);
+    return peer?.role === "active" ? peer.epoch : undefined;
+  }
+
   /**
    * Records a heartbeat (or join) from `address` and returns what changed: the peer, and the role it
    * had before. Unknown senders are ignored.

@@ -34,14 +34,14 @@ function state(server: LockServer) {
   return {
     role: node.role,
     epoch: node.epoch,
-    highest: node.epochs.highest,
+    highest: node.highestEpoch,
     active: node.activeAddress,
     table: tableOf(server),
   };
 }
 
 function tableOf(server: LockServer): Map<string, bigint> {
-  return new Map([...server.node.engine.holders()].map((holder) => [holder.key, holder.token]));
+  return new Map([...server.node.holders()].map((holder) => [holder.key, holder.token]));
 }
 
 /** The node still answers, and what it says is sane. */
@@ -57,8 +57,8 @@ async function expectSane(server: LockServer): Promise<void> {
   );
   expect(fields.role).toMatch(/^(active|standby)$/);
   expect(isValidEpoch(BigInt(fields.epoch))).toBe(true);
-  expect(Number(fields.keys)).toBe(server.node.engine.keyCount);
-  expect(isImplausibleEpoch(server.node.epochs.highest, Date.now())).toBe(false);
+  expect(Number(fields.keys)).toBe(server.node.keyCount);
+  expect(isImplausibleEpoch(server.node.highestEpoch, Date.now())).toBe(false);
 }
 
 /** Reads until `!K <seq>` (the link is alive and applied everything) or the close (dropped). */

@@ -1,24 +1,11 @@
 import { connect as connectTcp, isIP, type Socket } from "node:net";
 import { type ConnectionOptions, connect as connectTls } from "node:tls";
-import {
-  encodePeer,
-  isDecodeError,
-  isPeerFrame,
-  LineDecoder,
-  parseRequestLine,
-  splitAddress,
-} from "@lock/protocol";
+import { LineDecoder, splitAddress } from "@lock/protocol";
 import { SocketWriter } from "@lock/socket-io";
 import { endWithLinger } from "../io/close.js";
 import type { ClusterLink, LinkEvents, LinkFactory } from "./link.js";
-import { PeerKey, type PeerTranscript } from "./peer/peer-auth.js";
-import { PEER_PROTOCOL_VERSION, peerVersionProblem, UNVERSIONED_PEER_PROTOCOL } from "./peer/peer-version.js";
-
-/**
- * What lockd 0.1.0 answers a versioned `!N` (its codec refuses the extra field): the listener
- * predates peer protocol versions, and the next dial says hello without one.
- */
-const UNVERSIONED_LISTENER = /^E \? - PEER_NOT_AUTHENTICATED - malformed peer frame \(/;
+import { OutgoingSession } from "./peer/outgoing-session.js";
+import type { PeerKey } from "./peer/peer-auth.js";
 
 export interface PeerLinkOptions extends LinkEvents {
   /** `host:port` to dial: the peer's `--peers` entry. */
@@ -39,20 +26,13 @@ export interface PeerLinkOptions extends LinkEvents {
   readonly maxBufferedBytes: number;
 }
 
-/** Where a connection is in its life: the handshake (docs/protocol.md, "Peer handshake"), then ready. */
-type LinkState =
-  | { readonly step: "hello"; readonly nonce: string; awaitingH: boolean }
-  | { readonly step: "proving"; readonly transcript: PeerTranscript }
-  | { readonly step: "ready"; lastAck: number };
-
 /**
  * This node's outgoing connection to one peer: heartbeats and, while active, the replication
- * stream go out on it; the peer's acknowledgements come back on it. Each connection first runs the
- * peer handshake (`H` if the cluster has a client auth token, `!N`, the peer's `!C`, our `!V`, the
- * peer's `!V`): only a peer that proved the peer token is sent `!J` and anything after it, and
- * counts as connected. It redials by itself until `close()`. Writes are batched per event-loop turn;
- * frames sent while disconnected are dropped (the peer gets a full snapshot after it reconnects, so
- * nothing depends on them).
+ * stream go out on it; the peer's acknowledgements come back on it. Each connection runs an
+ * OutgoingSession (the handshake, then the acknowledgements' checks): only a peer that proved the
+ * peer token is sent `!J` and anything after it, and counts as connected. It redials by itself
+ * until `close()`. Writes are batched per event-loop turn; frames sent while disconnected are
+ * dropped (the peer gets a full snapshot after it reconnects, so nothing depends on them).
  */
 export class PeerLink implements ClusterLink {
   readonly address: string;
@@ -63,6 +43,7 @@ export class PeerLink implements ClusterLink {
   #out = "";
   #flushScheduled = false;
   #closed = false;
+  #retry: NodeJS.Timeout | undefined;
   /**
    * The peer refused our versioned hello as malformed (lockd 0.1.0): say hello without a version
    * (protocol 1) until a link made that way closes, since the peer may come back upgraded.
@@ -70,7 +51,6 @@ export class PeerLink implements ClusterLink {
   #unversionedHello = false;
   /** The peer protocol the peer answered with (`!C`), on the current connection. */
   #peerProtocol: number | undefined;
-  #retry: NodeJS.Timeout | undefined;
 
   constructor(options: PeerLinkOptions) {
     this.address = options.address;
@@ -138,45 +118,41 @@ export class PeerLink implements ClusterLink {
     this.#writer = writer;
     socket.setNoDelay(true);
     const decoder = new LineDecoder();
-    let state: LinkState | undefined;
+    let session: OutgoingSession | undefined;
     const handshakeTimer = setTimeout(() => {
       // Only a peer that accepted the connection and then stalled the handshake is worth a report;
       // a connect that never completes (a host that drops packets) is just a peer that is down.
-      if (state !== undefined)
+      if (session !== undefined)
         this.#options.onViolation(this, "no peer handshake within the handshake timeout");
       socket.destroy();
     }, this.#options.handshakeTimeoutMs);
     socket.once(tls ? "secureConnect" : "connect", () => {
-      const nonce = PeerKey.nonce();
-      const auth = this.#options.authToken;
-      state = { step: "hello", nonce, awaitingH: auth !== undefined };
-      writer.write((auth === undefined ? "" : `H ${auth}\n`) + this.#helloLine(nonce));
+      const { key, self, authToken } = this.#options;
+      const unversioned = this.#unversionedHello;
+      session = new OutgoingSession(
+        { key, self, peer: this.address, authToken, unversioned },
+        this,
+        this.#options,
+        {
+          write: (lines) => writer.write(lines),
+          connected: (peerProtocol) => {
+            clearTimeout(handshakeTimer);
+            this.#connected = true;
+            this.#peerProtocol = peerProtocol;
+          },
+          olderPeer: () => {
+            this.#unversionedHello = true;
+          },
+          drop: () => socket.destroy(),
+        },
+      );
+      session.open();
     });
     socket.on("data", (chunk: Buffer) => {
       for (const line of decoder.push(chunk)) {
-        if (socket.destroyed || state === undefined) return;
-        if (typeof line !== "string") {
-          this.#violation(socket, `${line.code} from the peer`);
-          return;
-        }
-        if (line.startsWith("E ")) {
-          this.#refusedWith(line, state);
-          socket.destroy();
-          return;
-        }
-        const problem = this.#receive(state, line, writer, (next) => {
-          state = next;
-        });
-        if (problem !== undefined) {
-          this.#violation(socket, problem);
-          return;
-        }
-        if (state.step === "ready" && !this.#connected) {
-          clearTimeout(handshakeTimer);
-          this.#connected = true;
-          writer.write(this.#options.hello());
-          this.#options.onConnect(this);
-        }
+        if (socket.destroyed || session === undefined) return;
+        if (typeof line !== "string") session.violation(`${line.code} from the peer`);
+        else session.receive(line);
       }
     });
     socket.on("error", () => {});
@@ -196,76 +172,6 @@ export class PeerLink implements ClusterLink {
       }
       if (!this.#closed) this.#retry = setTimeout(() => this.#dial(), this.#options.retryMs);
     });
-  }
-
-  /** `!N`: with this release's peer protocol version, unless the peer is lockd 0.1.0 (#unversionedHello). */
-  #helloLine(nonce: string): string {
-    const self = this.#options.self;
-    return encodePeer(
-      this.#unversionedHello
-        ? { peer: "N", node: self, nonce }
-        : { peer: "N", node: self, nonce, version: PEER_PROTOCOL_VERSION },
-    );
-  }
-
-  /** The peer answered with an error (the connection is then dropped and redialled). */
-  #refusedWith(line: string, state: LinkState): void {
-    // An older peer, not a refusal: the next dial says the hello it understands, and nothing is reported.
-    if (state.step === "hello" && !this.#unversionedHello && UNVERSIONED_LISTENER.test(line)) {
-      this.#unversionedHello = true;
-      return;
-    }
-    this.#options.onRefused(this, line);
-  }
-
-  /** One line from the peer in `state`: moves the handshake on, or passes an ack; else says what is wrong. */
-  #receive(
-    state: LinkState,
-    line: string,
-    writer: SocketWriter,
-    setState: (next: LinkState) => void,
-  ): string | undefined {
-    if (state.step === "hello" && state.awaitingH && line === "H") {
-      state.awaitingH = false;
-      return undefined;
-    }
-    const frame = parseRequestLine(line);
-    if (isDecodeError(frame) || !isPeerFrame(frame))
-      return `${JSON.stringify(line.slice(0, 40))} from the peer`;
-    switch (state.step) {
-      case "hello": {
-        if (frame.peer !== "C" || state.awaitingH) return `!${frame.peer} where the peer's challenge belongs`;
-        const versionProblem = peerVersionProblem(frame.version);
-        if (versionProblem !== undefined) return versionProblem;
-        this.#peerProtocol = frame.version ?? UNVERSIONED_PEER_PROTOCOL;
-        const transcript: PeerTranscript = {
-          dialer: this.#options.self,
-          listener: this.address,
-          dialerNonce: state.nonce,
-          listenerNonce: frame.nonce,
-        };
-        writer.write(encodePeer({ peer: "V", proof: this.#options.key.proof("dialer", transcript) }));
-        setState({ step: "proving", transcript });
-        return undefined;
-      }
-      case "proving":
-        if (frame.peer !== "V") return `!${frame.peer} where the peer's proof belongs`;
-        if (!this.#options.key.verify("listener", state.transcript, frame.proof))
-          return "the peer did not prove it holds the peer token";
-        setState({ step: "ready", lastAck: -1 });
-        return undefined;
-      case "ready":
-        if (frame.peer !== "K") return `!${frame.peer} on the dialling side of a link`;
-        if (frame.seq < state.lastAck) return `!K ${frame.seq} after !K ${state.lastAck}`;
-        state.lastAck = frame.seq;
-        this.#options.onAck(this, frame.seq);
-        return undefined;
-    }
-  }
-
-  #violation(socket: Socket, reason: string): void {
-    this.#options.onViolation(this, reason);
-    socket.destroy();
   }
 
   readonly #flush = (): void => {

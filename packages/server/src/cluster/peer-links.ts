@@ -41,7 +41,7 @@ export class PeerLinks {
             node: membership.selfAddress,
             role: node.role,
             epoch: node.epoch,
-            highest: node.epochs.highest,
+            highest: node.highestEpoch,
           }),
         onConnect: (connected) => {
           replicator.disconnected(connected);
@@ -86,7 +86,7 @@ export class PeerLinks {
       role: handingOff ? "standby" : node.role,
       epoch: node.epoch,
       ...(heardActive ? { active: heardActive } : {}),
-      highest: node.epochs.highest,
+      highest: node.highestEpoch,
     });
     for (const link of this.byIndex.values()) link.send(line);
   }
@@ -111,7 +111,7 @@ export class PeerLinks {
     for (const [index, link] of this.byIndex) {
       const peer = membership.peers[index]!;
       if (!link.connected || peer.role !== "standby" || !membership.isLive(peer)) continue;
-      if (!replicator.isStreaming(link)) replicator.sendSnapshot(link, node.engine, node.epoch);
+      if (!replicator.isStreaming(link)) replicator.sendSnapshot(link, node.holderTable, node.epoch);
     }
   }
 

@@ -1,4 +1,5 @@
-import { ReportLimiter } from "../report-limiter.js";
+import type { TimerQueue } from "@lock/deadline-heap";
+import { REPORT_INTERVAL_MS, ReportLimiter } from "../report-limiter.js";
 import type { ClusterEvents } from "./cluster-api.js";
 
 /** A link that keeps being refused redials every heartbeat: it is reported once a minute. */
@@ -15,14 +16,19 @@ export class PeerReports {
   readonly #violations: ReportLimiter<{ peer: string; reason: string }>;
   readonly #refusalReportedAt = new Map<string, number>();
 
-  constructor(events: ClusterEvents, now: () => number) {
+  /** `timers`: the node's, so its report intervals run on the node's clock (the simulator's too). */
+  constructor(events: ClusterEvents, timers: TimerQueue) {
     this.#events = events;
-    this.#now = now;
-    this.#rejections = new ReportLimiter(({ remote, node, reason }, count) =>
-      events.peerRejected(remote, node, reason, count),
+    this.#now = () => timers.clock.now();
+    this.#rejections = new ReportLimiter(
+      ({ remote, node, reason }, count) => events.peerRejected(remote, node, reason, count),
+      REPORT_INTERVAL_MS,
+      timers,
     );
-    this.#violations = new ReportLimiter(({ peer, reason }, count) =>
-      events.peerLinkDropped(peer, reason, count),
+    this.#violations = new ReportLimiter(
+      ({ peer, reason }, count) => events.peerLinkDropped(peer, reason, count),
+      REPORT_INTERVAL_MS,
+      timers,
     );
   }
 

@@ -1,12 +1,12 @@
-import type {
-  LockMode,
-  ReplicatedExtendFrame,
-  ReplicatedFreeFrame,
-  ReplicatedGrantFrame,
-  ReplicatedSharedGrantFrame,
+import {
+  type LockMode,
+  type ReplicatedExtendFrame,
+  type ReplicatedFreeFrame,
+  type ReplicatedGrantFrame,
+  type ReplicatedSharedGrantFrame,
+  WHOLE_KEY,
 } from "@lock/protocol";
-import { WHOLE_KEY } from "./backlog.js";
-import type { Snapshot } from "./peer-session.js";
+import type { Snapshot } from "./peer/peer-session.js";
 
 /** What a replica needs of the engine: its holder table, written directly (LockEngine). */
 export interface ReplicaTable {

@@ -13,7 +13,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LockEngine } from "../engine/engine.js";
 import { TokenIssuer } from "../engine/token-issuer.js";
-import { PeerSession } from "./peer-session.js";
+import { PeerSession } from "./peer/peer-session.js";
 import { Replica } from "./replica.js";
 import { type ReplicaLink, Replicator } from "./replicator.js";
 

@@ -8,17 +8,9 @@ import {
 } from "@lock/protocol";
 import type { EngineJournal } from "../engine/engine.js";
 
-/** One holder a snapshot sends (LockEngine.holders); `mode` absent: exclusive; `slot` -1: none. */
-export interface SnapshotHolder {
-  readonly key: string;
-  readonly token: bigint;
-  readonly remainingMs: number;
-  readonly id: string | undefined;
-  readonly mode?: LockMode;
-  readonly slot?: number;
-}
+import { Backlog, type Change, type SnapshotHolder } from "./backlog.js";
 
-import { Backlog, type Change } from "./backlog.js";
+export type { SnapshotHolder } from "./backlog.js";
 
 /**
  * What the replicator needs of the engine to write a snapshot: its holders, read lazily over many

@@ -18,18 +18,21 @@ export interface RoleDeps {
   /** Outgoing links by peer index (a handoff goes out on the successor's). */
   readonly links: ReadonlyMap<number, ClusterLink>;
   readonly handoffTimeoutMs: number;
-  /** Runs a heartbeat tick now (a new active announces its epoch before it answers anyone). */
-  tick(): void;
-  /** Points clients at `address` (standby) or this node (active). */
-  follow(address: string | undefined): void;
 }
+
+/**
+ * What a role change leaves for the Cluster to do: `announce`, a heartbeat tick now (a new active
+ * tells its peers its epoch before it answers anyone).
+ */
+export type RoleEffect = "announce";
 
 /**
  * The Cluster's role changes, carried out: promotion with an epoch above every epoch known, demotion,
  * moving above a rival's epoch, handoff, and learning epochs (an active that learns of a later one
- * moves above it before its next grant). Membership decides; this acts. Runs on the node's event
- * loop, one call at a time; a handoff spans events (until its acknowledgement or timeout), during
- * which `busy` and `handingOff` hold.
+ * moves above it before its next grant), and whom a standby follows. Membership decides; this acts,
+ * and returns what is left for the Cluster to do (`RoleEffect`) instead of calling back into it.
+ * Runs on the node's event loop, one call at a time; a handoff spans events (until its
+ * acknowledgement or timeout), during which `busy` and `handingOff` hold.
  */
 export class RoleChanges {
   readonly #deps: RoleDeps;
@@ -79,7 +82,7 @@ export class RoleChanges {
       if (!(error instanceof EpochExhaustedError)) throw error;
       this.#deps.events.epochRefused(
         this.#deps.membership.selfAddress,
-        this.#deps.node.epochs.highest,
+        this.#deps.node.highestEpoch,
         error.message,
       );
       return undefined;
@@ -90,28 +93,30 @@ export class RoleChanges {
    * What Membership decides now, carried out. An active held after a stall steps down or moves above
    * a rival at once, but hands off only once `stallConfirmed` (and is released from the hold then).
    */
-  decide(synced: (peer: PeerState) => boolean, stallConfirmed: () => boolean): void {
+  decide(synced: (peer: PeerState) => boolean, stallConfirmed: () => boolean): RoleEffect | undefined {
     const node = this.#deps.node;
     const decision = this.#deps.membership.decide(
-      { role: node.role, epoch: node.epoch, highestKnown: node.epochs.highest, busy: this.#busy },
+      { role: node.role, epoch: node.epoch, highestKnown: node.highestEpoch, busy: this.#busy },
       synced,
     );
     const held = node.isHeld("stall");
-    if (!(held && decision.action === "handoff")) this.act(decision);
-    if (held && node.role === "active" && stallConfirmed()) node.release("stall");
+    const effect = held && decision.action === "handoff" ? undefined : this.act(decision);
+    if (held && node.role === "active" && stallConfirmed()) node.endHold("stall");
+    return effect;
   }
 
-  act(decision: Decision): void {
+  act(decision: Decision): RoleEffect | undefined {
     switch (decision.action) {
+      case "none":
+        return undefined;
       case "promote":
-        this.promote("no live active or higher-priority node");
-        return;
+        return this.promote("no live active or higher-priority node");
       case "demote":
         this.#demote(decision.to);
-        return;
+        return undefined;
       case "raise-epoch": {
         const epoch = this.#takeEpoch(this.informed());
-        if (epoch === undefined) return;
+        if (epoch === undefined) return undefined;
         this.#deps.replicator.announceEpoch(epoch);
         this.counters.epochRaises += 1;
         this.#deps.events.roleChanged(
@@ -119,11 +124,11 @@ export class RoleChanges {
           `raised epoch above a rival active's ${decision.above}`,
           epoch,
         );
-        return;
+        return undefined;
       }
       case "handoff":
         this.handoff(decision.to, "a higher-priority node is back and synced");
-        return;
+        return undefined;
     }
   }
 
@@ -133,25 +138,30 @@ export class RoleChanges {
    * "standby" heartbeat is no step down that would need another one. Its knowledge is this node's
    * now (`!O` carries its highest epoch): the promotion is informed.
    */
-  takeHandoff(from: string): void {
+  takeHandoff(from: string): RoleEffect | undefined {
     const peer = this.#deps.membership.peerByAddress(from);
     if (peer) this.#deps.membership.steppedDown(peer);
-    this.promote("handoff", true);
+    return this.promote("handoff", true);
   }
 
   /** Becomes the active with an epoch above every epoch known, so its tokens exceed all earlier ones. */
-  promote(reason: string, informed = this.informed()): void {
+  promote(reason: string, informed = this.informed()): RoleEffect | undefined {
     // Replicated holders' tokens are known epochs too (a `!P` may not have reached this node).
-    this.learn(this.#deps.membership.selfAddress, tokenEpoch(this.#deps.node.engine.maxHeldToken()));
+    this.learn(this.#deps.membership.selfAddress, tokenEpoch(this.#deps.node.holderTable.maxHeldToken()));
     const epoch = this.#takeEpoch(informed);
-    if (epoch === undefined) return;
+    if (epoch === undefined) return undefined;
     this.#deps.standby.detach();
     this.#deps.replicator.stopAll();
     this.#deps.replicator.enabled = true;
     this.#deps.node.setRole("active", this.#deps.membership.selfAddress);
     this.counters.promotions += 1;
     this.#deps.events.roleChanged("active", reason, epoch);
-    this.#deps.tick();
+    return "announce";
+  }
+
+  /** Points clients at `active` (a standby's active; undefined while it knows none). */
+  follow(active: string | undefined): void {
+    if (this.#deps.node.follow(active)) this.#deps.events.following(active);
   }
 
   /** Steps down for a higher-priority active: its clients are redirected, its state dropped. */
@@ -170,9 +180,9 @@ export class RoleChanges {
     this.#deps.replicator.enabled = false;
     this.#deps.replicator.stopAll();
     this.#deps.node.setRole("standby", undefined);
-    this.#deps.follow(address);
+    this.follow(address);
     this.#deps.hooks.redirectPending(address);
-    if (!keepTable) this.#deps.node.engine.clear();
+    if (!keepTable) this.#deps.node.holderTable.clear();
   }
 
   /**
@@ -195,7 +205,7 @@ export class RoleChanges {
     // The successor takes an epoch above everything this node knows of, not just its own epoch.
     this.#deps.replicator.handoff(
       link,
-      this.#deps.node.epochs.highest,
+      this.#deps.node.highestEpoch,
       this.#deps.handoffTimeoutMs,
       (acked) => {
         try {
@@ -215,7 +225,7 @@ export class RoleChanges {
     if (!acked) {
       this.#deps.node.setRole("active", this.#deps.membership.selfAddress);
       // Epochs heard while handing off raised nothing: move above them before serving again.
-      const highest = this.#deps.node.epochs.highest;
+      const highest = this.#deps.node.highestEpoch;
       if (highest > this.#deps.node.epoch) this.act({ action: "raise-epoch", above: highest });
       return;
     }

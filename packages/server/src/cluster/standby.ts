@@ -1,6 +1,6 @@
 import type { HandoffFrame, NewEpochFrame } from "@lock/protocol";
 import type { Membership } from "./membership.js";
-import type { PeerSession, Snapshot } from "./peer-session.js";
+import type { PeerSession, Snapshot } from "./peer/peer-session.js";
 import { Replica, type ReplicaTable, type TableChange } from "./replica.js";
 
 /** What the standby's rules need of the rest of the node. */

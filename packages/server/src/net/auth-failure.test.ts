@@ -12,7 +12,7 @@ describe("a wrong auth secret", () => {
     expect(await c.next()).toMatch(/^E H - AUTH_FAILED - /);
     await c.closed;
     expect(c.buffered).toEqual([]);
-    expect(server.node.engine.keyCount).toBe(0);
+    expect(server.node.keyCount).toBe(0);
   });
 
   it("is refused only after the delay, and reported to the observer without the secret", async () => {

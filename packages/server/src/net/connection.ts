@@ -7,16 +7,13 @@ import {
   formatAddress,
   isDecodeError,
   isPeerFrame,
-  type PeerFrame,
   type ProtocolLimits,
   type Reply,
   type Request,
   RequestDecoder,
   type RequestOp,
 } from "@lock/protocol";
-import type { Cluster } from "../cluster/cluster.js";
-import type { ListenerHandshake, ListenerRefusal } from "../cluster/peer/peer-auth.js";
-import { PeerSession } from "../cluster/peer-session.js";
+import type { Cluster, IncomingConnection, PeerListener } from "../cluster/index.js";
 import { endWithLinger } from "../io/close.js";
 import { LockVerbs, type VerbContext } from "../session/lock-verbs.js";
 import type { SecretChecker } from "./auth.js";
@@ -49,11 +46,10 @@ export interface ConnectionContext extends VerbContext {
  * Unsent replies past `maxUnsentBytes`, or not all written within `writeTimeoutMs` of passing the
  * mark, close the connection at once (`SLOW_READER`), queued acquires included.
  *
- * Peer links arrive on the same port. A connection becomes one only through the peer handshake
- * (`ListenerHandshake`), begun before it ran any verb but `H`; from then on its frames go to its
- * PeerSession and it serves no lock verb. Any other peer frame is refused with
- * PEER_NOT_AUTHENTICATED and closes the connection (on a single node, which has no peers, it is
- * answered BAD_SYNTAX like any unknown verb).
+ * Peer links arrive on the same port: the connection's peer frames go to its PeerListener (the
+ * cluster's), which runs the peer handshake (begun before the connection ran any verb but `H`) and,
+ * once the connection proved it is a peer, takes every line: it serves no lock verb from then on.
+ * On a single node, which has no peers, a peer frame is answered BAD_SYNTAX like any unknown verb.
  */
 export class ClientConnection {
   readonly #socket: Socket;
@@ -72,10 +68,8 @@ export class ClientConnection {
   #authTimer: NodeJS.Timeout | undefined;
   /** Ran a verb other than `H` (or sent a line that is none): it can no longer become a peer link. */
   #servedClient = false;
-  /** The peer handshake, once a peer frame arrived on a cluster node. */
-  #handshake: ListenerHandshake | undefined;
-  /** Set once the connection proved it is a peer: every line goes to it from then on. */
-  #peerLink: PeerSession | undefined;
+  /** The peer side of this connection, once a peer frame arrived on a cluster node. */
+  #peer: PeerListener | undefined;
 
   /**
    * `reads`: "events" subscribes to the socket's 'data' (TLS); "external" means the caller passes
@@ -103,7 +97,7 @@ export class ClientConnection {
       },
       runPart: (part) => this.#runPart(part),
       endRun: () => {
-        this.#peerLink?.flushAcks();
+        this.#peer?.endOfRead();
         this.#ctx.node.afterRequests();
         this.#output.hold(false);
         // One write for the whole run now rather than a tick later: one hop less per round trip.
@@ -187,7 +181,7 @@ export class ClientConnection {
 
   /** Stops reading requests (during a handoff); peer links, and handshakes, keep flowing. */
   pauseReading(): void {
-    if (this.#peerLink !== undefined || this.#handshake !== undefined) return;
+    if (this.#peer?.engaged) return;
     this.#readingPaused = true;
     this.#socket.pause();
   }
@@ -216,8 +210,9 @@ export class ClientConnection {
     for (const frame of frames) {
       if (this.#closing) break;
       if (isDecodeError(frame)) this.#replyDecodeError(frame);
-      else if (isPeerFrame(frame)) this.#handlePeerFrame(frame);
-      else this.#handle(frame);
+      else if (!isPeerFrame(frame)) this.#handle(frame);
+      else if (this.#ctx.cluster === undefined) this.#notClustered();
+      else this.#peerListener(this.#ctx.cluster).frame(frame);
     }
     // Large replies (`I`, long keys) back up within a read: write them before running more.
     if (this.#output.queuedLength > this.#ctx.limits.writeHighWaterBytes) this.#output.flush();
@@ -225,10 +220,7 @@ export class ClientConnection {
   }
 
   #handle(request: Request): void {
-    if (this.#peerLink) {
-      this.#peerLink.refuse(`a ${request.op} request on a peer link`);
-      return;
-    }
+    if (this.#peer?.request(request.op)) return;
     if (request.op !== "H") this.#servedClient = true;
     const observer = this.#ctx.node.observer;
     observer.request(request.op);
@@ -284,79 +276,58 @@ export class ClientConnection {
     this.#authTimer = undefined;
   }
 
-  #handlePeerFrame(frame: PeerFrame): void {
-    const cluster = this.#ctx.cluster;
-    if (cluster === undefined) {
-      this.#servedClient = true;
-      this.#error("?", "-", undefined, "BAD_SYNTAX", "peer frames are only accepted by a cluster node");
-      return;
-    }
-    if (this.#peerLink) {
-      this.#peerLink.receive(frame);
-      return;
-    }
-    if (!this.#authenticated) {
-      this.#refusePeer("PEER_NOT_AUTHENTICATED", "peer frame before H: authenticate with H first");
-      return;
-    }
-    if (this.#servedClient) {
-      this.#refusePeer("PEER_NOT_AUTHENTICATED", "peer frame on a connection that ran client verbs");
-      return;
-    }
-    this.#handshake ??= cluster.listenerHandshake();
-    const step = this.#handshake.step(frame);
-    switch (step.kind) {
-      case "challenge":
-        this.#output.queue(step.line);
+  #notClustered(): void {
+    this.#servedClient = true;
+    this.#error("?", "-", undefined, "BAD_SYNTAX", "peer frames are only accepted by a cluster node");
+  }
+
+  /** The connection's peer side, made at its first peer frame (see the class comment). */
+  #peerListener(cluster: Cluster): PeerListener {
+    if (this.#peer) return this.#peer;
+    const connection = this;
+    const incoming: IncomingConnection = {
+      remote: this.remoteAddress,
+      get authenticated() {
+        return connection.#authenticated;
+      },
+      get servedClient() {
+        return connection.#servedClient;
+      },
+      get closing() {
+        return connection.#closing;
+      },
+      send: (line) => {
+        if (!this.#closed) this.#output.queue(line);
+      },
+      fail: (code, message) => this.#fail("?", "-", undefined, code, message),
+      failAfterDelay: (code, message) => this.#failAfterDelay("?", code, message),
+      close: () => this.#socket.destroy(),
+      challenged: () => {
         if (this.#authTimer === undefined && this.#ctx.limits.authTimeoutMs > 0) {
           this.#authTimer = setTimeout(
             () => this.#fail("?", "-", undefined, "AUTH_TIMEOUT", "no peer proof before the auth timeout"),
             this.#ctx.limits.authTimeoutMs,
           );
         }
-        return;
-      case "authenticated":
+      },
+      becamePeer: () => {
         this.#clearAuthTimer();
-        this.#output.queue(step.line);
-        this.#peerLink = new PeerSession(
-          step.node,
-          cluster,
-          {
-            send: (line) => {
-              if (!this.#closed) this.#output.queue(line);
-            },
-            drop: (message) => this.#fail("?", "-", undefined, "PEER_PROTOCOL_ERROR", message),
-            close: () => this.#socket.destroy(),
-          },
-          this.#ctx.limits.maxKeys,
-        );
         this.#ctx.onAuthenticated(this);
-        return;
-      case "refused":
-        this.#refusePeer(step.code, step.reason, step.node);
-        return;
-    }
-  }
-
-  /**
-   * Refuses a connection that is not an authenticated peer link: reported (rate-limited) and
-   * closed. A failed proof is answered only after the auth failure delay, like a wrong `H`.
-   */
-  #refusePeer(code: ListenerRefusal, reason: string, node?: string): void {
-    if (this.#closing) return;
-    this.#ctx.cluster?.rejected(this.remoteAddress, node, reason);
-    if (code === "PEER_AUTH_FAILED") this.#failAfterDelay("?", code, reason);
-    else this.#fail("?", "-", undefined, code, reason);
+      },
+    };
+    this.#peer = cluster.peerListener(incoming);
+    return this.#peer;
   }
 
   #replyDecodeError(error: DecodeError): void {
-    if (this.#peerLink) {
-      this.#peerLink.refuse(`${error.code}: ${error.message}`);
+    // A line meant as a peer frame never gets a field-by-field answer outside a peer link.
+    const cluster = this.#ctx.cluster;
+    if (this.#peer?.isLink) {
+      this.#peer.undecodable(error);
       return;
     }
-    // A line meant as a peer frame never gets a field-by-field answer outside a peer link.
-    if (error.peer && this.#ctx.cluster !== undefined) {
-      this.#refusePeer("PEER_NOT_AUTHENTICATED", `malformed peer frame (${error.code})`);
+    if (error.peer && cluster !== undefined) {
+      this.#peerListener(cluster).undecodable(error);
       return;
     }
     this.#servedClient = true;

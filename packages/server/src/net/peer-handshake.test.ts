@@ -24,7 +24,7 @@ describe("the listening side of the peer handshake", () => {
     expect(await peer.next()).toBe("!K 10");
     peer.send(`!G 11 other ${TOKEN + 1n} 30000`);
     expect(await peer.next()).toBe("!K 11");
-    expect([...server.node.engine.holders()].map((holder) => holder.key).sort()).toEqual(["held", "other"]);
+    expect([...server.node.holders()].map((holder) => holder.key).sort()).toEqual(["held", "other"]);
     expect(server.node.activeAddress).toBe(FAKE_PEER);
   });
 
@@ -84,7 +84,7 @@ describe("the listening side of the peer handshake", () => {
     peer.send(`!J ${FAKE_PEER} active 5 5\nA k 30 0`);
     expect(await untilClosed(peer)).toEqual([expect.stringMatching(/^E \? - PEER_PROTOCOL_ERROR - /)]);
     expect(events.dropped).toEqual([{ peer: FAKE_PEER, reason: "a A request on a peer link", count: 1 }]);
-    expect(server.node.engine.keyCount).toBe(0);
+    expect(server.node.keyCount).toBe(0);
   });
 
   it("answers peer frames on a single node with BAD_SYNTAX, as any unknown verb, and stays open", async () => {

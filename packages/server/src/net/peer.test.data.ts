@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { EventEmitter, once } from "node:events";
 import type { LineClient } from "@lock/testkit";
 import { expect } from "vitest";
-import type { ClusterEvents } from "../cluster/cluster.js";
+import type { ClusterEvents } from "../cluster/cluster-api.js";
 import { client, serve } from "./serve.test.data.js";
 import type { LockServer, LockServerOptions } from "./server.js";
 

@@ -78,13 +78,13 @@ describe("LockServer over real sockets", () => {
     const waiter = await client(server);
     const token = tokenOf(await holder.request("A k 30 0"));
     waiter.send("A k 30 0 job-3");
-    await expect.poll(() => server.node.engine.waiterCount).toBe(1);
+    await expect.poll(() => server.node.waiterCount).toBe(1);
     // The cancel may come over another connection (the client's first one may be gone).
     expect(await holder.request("C k job-3")).toBe("C k 1");
     expect(await waiter.next()).toBe("T k job-3");
     expect(await holder.request("C k job-3")).toBe("C k 0");
     expect(await holder.request(`R k ${token}`)).toBe("R k 1");
-    expect(server.node.engine.keyCount).toBe(0);
+    expect(server.node.keyCount).toBe(0);
   });
 
   it("drops a closed connection's waiters but not its held locks", async () => {
@@ -93,9 +93,9 @@ describe("LockServer over real sockets", () => {
     const b = await client(server);
     const token = tokenOf(await a.request("A k 30 0 mine"));
     b.send("A k 30 0 gone");
-    await expect.poll(() => server.node.engine.waiterCount).toBe(1);
+    await expect.poll(() => server.node.waiterCount).toBe(1);
     b.close();
-    await expect.poll(() => server.node.engine.waiterCount).toBe(0);
+    await expect.poll(() => server.node.waiterCount).toBe(0);
     a.close();
     // Still held: the holder, back on a new connection, releases it with its acquire's id.
     const c = await client(server);
@@ -249,7 +249,7 @@ describe("limits and bad input", () => {
     const c = await client(server);
     await c.request("A k 30 0");
     c.send("A k 30 0 w1");
-    await expect.poll(() => server.node.engine.waiterCount).toBe(1);
+    await expect.poll(() => server.node.waiterCount).toBe(1);
     const closing = server.close(1_000);
     expect(await c.next()).toMatch(/^E A k SHUTTING_DOWN w1 /);
     await closing;

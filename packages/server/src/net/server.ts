@@ -9,17 +9,22 @@ import {
 import { TimerQueue } from "@lock/deadline-heap";
 import { encodeReply, formatAddress, MAX_NODE_ID } from "@lock/protocol";
 import { readIntoSharedBuffer } from "@lock/socket-io";
-import { Cluster, type ClusterEvents } from "../cluster/cluster.js";
-import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../cluster/membership.js";
-import { PeerKey } from "../cluster/peer/peer-auth.js";
-import { peerLinks } from "../cluster/peer-link.js";
-import { Replicator } from "../cluster/replicator.js";
+import {
+  type Cluster,
+  type ClusterEvents,
+  type ClusterNode,
+  type ClusterTiming,
+  createClusterNode,
+  DEFAULT_CLUSTER_TIMING,
+  PeerKey,
+  peerLinks,
+} from "../cluster/index.js";
 import { type Clock, monotonicClock } from "../engine/clock.js";
 import type { EngineJournal } from "../engine/engine.js";
 import type { SemaphoreRule } from "../engine/semaphore-rules.js";
 import { LingerBudget } from "../io/close.js";
 import { resolveLimits, type ServerLimits } from "../limits.js";
-import { LockNode } from "../node.js";
+import { LockNode, type LockNodeOptions } from "../node.js";
 import type { ServerObserver } from "../observer.js";
 import { Admission } from "./admission.js";
 import { SecretChecker } from "./auth.js";
@@ -96,22 +101,31 @@ export const DEFAULT_PORT = 7420;
  */
 export class LockServer {
   readonly node: LockNode;
+  /** Set when this server is a cluster node. */
+  readonly cluster: Cluster | undefined;
   readonly limits: ServerLimits;
   readonly #server: Server;
-  readonly #connections = new Set<ClientConnection>();
+  readonly #connections: Set<ClientConnection>;
   readonly #admission: Admission<ClientConnection | PendingHandshake>;
   /** TLS connections accepted whose handshake has not finished (counted like connections). */
   readonly #handshakes = new TlsHandshakes();
   readonly #refusals = new LingerBudget(MAX_LINGERING_REFUSALS);
-  /** Set when this server is a cluster node. */
-  cluster: Cluster | undefined;
   /** How peer links dial, when they use TLS: replaced by `reloadTls`, read at each dial. */
-  #peerTls: ConnectionOptions | undefined;
+  readonly #peerTls: PeerTls;
   #closing: Promise<void> | undefined;
   #idleSweep: NodeJS.Timeout | undefined;
 
-  private constructor(node: LockNode, server: Server, limits: ServerLimits) {
-    this.node = node;
+  private constructor(
+    built: { node: LockNode; cluster?: Cluster | undefined },
+    server: Server,
+    limits: ServerLimits,
+    connections: Set<ClientConnection>,
+    peerTls: PeerTls,
+  ) {
+    this.#peerTls = peerTls;
+    this.node = built.node;
+    this.cluster = built.cluster;
+    this.#connections = connections;
     this.#server = server;
     this.limits = limits;
     this.#admission = new Admission<ClientConnection | PendingHandshake>(
@@ -143,37 +157,17 @@ export class LockServer {
     });
     const bound = server.address();
     const port = typeof bound === "object" && bound ? bound.port : (options.port ?? DEFAULT_PORT);
-    // The replicator measures leases on the engine's clock: folded leases come from the engine's deadlines.
-    const clock = options.clock ?? monotonicClock;
-    const timers = new TimerQueue(clock);
-    const replicator = options.cluster ? new Replicator(timers) : undefined;
     const advertise = options.advertise ?? formatAddress(host, port);
-    const position = options.cluster?.peers.indexOf(advertise) ?? 0;
-    let node: LockNode;
+    const connections = new Set<ClientConnection>();
+    let built: { node: LockNode; cluster?: Cluster | undefined };
+    const peerTls: PeerTls = { current: options.cluster?.tls ?? (options.tls ? {} : undefined) };
     try {
-      if (options.nodeId === undefined && position > MAX_NODE_ID) {
-        throw new RangeError(`a cluster of more than ${MAX_NODE_ID + 1} nodes needs explicit node ids`);
-      }
-      node = new LockNode({
-        dataDir: options.dataDir,
-        limits,
-        advertise,
-        nodeId: options.nodeId ?? Math.max(0, position),
-        ...(options.maxClockSkewMs !== undefined ? { maxClockSkewMs: options.maxClockSkewMs } : {}),
-        ...(options.wallNow ? { wallNow: options.wallNow } : {}),
-        clock,
-        timers,
-        ...(options.journal ? { journal: options.journal } : {}),
-        ...(replicator ? { journal: replicator, startAs: "standby" as const } : {}),
-        ...(options.observer ? { observer: options.observer } : {}),
-        ...(options.semaphores ? { semaphores: options.semaphores } : {}),
-      });
+      built = buildNode(options, limits, advertise, connections, peerTls);
     } catch (error) {
       server.close();
       throw error;
     }
-    const lockServer = new LockServer(node, server, limits);
-    if (options.cluster && replicator) lockServer.#joinCluster(options, options.cluster, replicator);
+    const lockServer = new LockServer(built, server, limits, connections, peerTls);
     lockServer.#accept(options);
     lockServer.cluster?.start();
     return lockServer;
@@ -207,16 +201,6 @@ export class LockServer {
     return this.#admission.unauthenticatedCount;
   }
 
-  /** Stops serving: queued acquires get `SHUTTING_DOWN`, connections close within `graceMs`. */
-  close(graceMs = 2_000): Promise<void> {
-    this.#closing ??= this.#shutdown(graceMs);
-    return this.#closing;
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.close();
-  }
-
   /**
    * New TLS material without a restart (lockd's SIGHUP): `files` is served to every TLS connection
    * accepted from now on, and peers are dialled with `peerTls` (e.g. a new `ca`) from their next
@@ -231,7 +215,17 @@ export class LockServer {
     createSecureContext(served);
     if (peerTls !== undefined) createSecureContext(peerTls);
     this.#server.setSecureContext(served);
-    if (peerTls !== undefined && this.#peerTls !== undefined) this.#peerTls = peerTls;
+    if (peerTls !== undefined && this.#peerTls.current !== undefined) this.#peerTls.current = peerTls;
+  }
+
+  /** Stops serving: queued acquires get `SHUTTING_DOWN`, connections close within `graceMs`. */
+  close(graceMs = 2_000): Promise<void> {
+    this.#closing ??= this.#shutdown(graceMs);
+    return this.#closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 
   #accept(options: LockServerOptions): void {
@@ -324,60 +318,11 @@ export class LockServer {
     return connection;
   }
 
-  #joinCluster(options: LockServerOptions, cluster: LockClusterOptions, replicator: Replicator): void {
-    const connections = this.#connections;
-    const timing = { ...DEFAULT_CLUSTER_TIMING, ...cluster.timing };
-    // Undefined: an empty key, so anyone who reaches the port can join (lockd: only with --insecure).
-    const key = new PeerKey(cluster.peerToken);
-    this.#peerTls = cluster.tls ?? (options.tls ? {} : undefined);
-    this.cluster = new Cluster(
-      this.node,
-      replicator,
-      {
-        redirectPending: (address) => {
-          for (const connection of connections) connection.redirectPending(address);
-        },
-        pauseClients: () => {
-          for (const connection of connections) connection.pauseReading();
-        },
-        resumeClients: () => {
-          for (const connection of connections) connection.resumeReading();
-        },
-      },
-      {
-        roleChanged: cluster.events?.roleChanged ?? (() => {}),
-        following: cluster.events?.following ?? (() => {}),
-        peerRefused: cluster.events?.peerRefused ?? (() => {}),
-        peerRejected: cluster.events?.peerRejected ?? (() => {}),
-        peerLinkDropped: cluster.events?.peerLinkDropped ?? (() => {}),
-        epochRefused: cluster.events?.epochRefused ?? (() => {}),
-        stalled: cluster.events?.stalled ?? (() => {}),
-        serving: cluster.events?.serving ?? (() => {}),
-        peerLiveness: cluster.events?.peerLiveness ?? (() => {}),
-      },
-      {
-        peers: cluster.peers,
-        advertise: this.node.advertise,
-        timing,
-        key,
-        links: peerLinks({
-          self: this.node.advertise,
-          authToken: options.authToken,
-          key,
-          tls: this.#peerTls && (() => this.#peerTls!),
-          retryMs: timing.heartbeatMs,
-          handshakeTimeoutMs: Math.max(PEER_HANDSHAKE_TIMEOUT_MS, timing.peerTimeoutMs),
-          maxBufferedBytes: PEER_MAX_BUFFERED_BYTES,
-        }),
-        handoffTimeoutMs: cluster.handoffTimeoutMs ?? 2_000,
-      },
-    );
-  }
-
   async #shutdown(graceMs: number): Promise<void> {
     if (this.#idleSweep) clearInterval(this.#idleSweep);
     // A cluster's active hands its role to a standby first, so clients move with no gap.
-    await this.cluster?.stop();
+    const cluster = this.cluster;
+    if (cluster) await new Promise<void>((resolve) => cluster.stop(resolve));
     if (this.node.role === "standby" && this.node.activeAddress !== undefined) await readWhatArrived();
     const stopped = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     this.#handshakes.destroyAll();
@@ -404,6 +349,79 @@ export class LockServer {
   }
 }
 
+/** The node this server serves: a single LockNode, or a cluster node (createClusterNode) when `options.cluster` is set. */
+function buildNode(
+  options: LockServerOptions,
+  limits: ServerLimits,
+  advertise: string,
+  connections: ReadonlySet<ClientConnection>,
+  peerTls: PeerTls,
+): { node: LockNode } | ClusterNode {
+  const position = options.cluster?.peers.indexOf(advertise) ?? 0;
+  if (options.nodeId === undefined && position > MAX_NODE_ID) {
+    throw new RangeError(`a cluster of more than ${MAX_NODE_ID + 1} nodes needs explicit node ids`);
+  }
+  const clock = options.clock ?? monotonicClock;
+  const node: LockNodeOptions = {
+    dataDir: options.dataDir,
+    limits,
+    advertise,
+    nodeId: options.nodeId ?? Math.max(0, position),
+    ...(options.maxClockSkewMs !== undefined ? { maxClockSkewMs: options.maxClockSkewMs } : {}),
+    ...(options.wallNow ? { wallNow: options.wallNow } : {}),
+    clock,
+    timers: new TimerQueue(clock),
+    ...(options.observer ? { observer: options.observer } : {}),
+    ...(options.semaphores ? { semaphores: options.semaphores } : {}),
+  };
+  const cluster = options.cluster;
+  if (!cluster)
+    return { node: new LockNode({ ...node, ...(options.journal ? { journal: options.journal } : {}) }) };
+  const timing = { ...DEFAULT_CLUSTER_TIMING, ...cluster.timing };
+  // Undefined: an empty key, so anyone who reaches the port can join (lockd: only with --insecure).
+  const key = new PeerKey(cluster.peerToken);
+  return createClusterNode({
+    node,
+    cluster: {
+      peers: cluster.peers,
+      timing,
+      key,
+      links: peerLinks({
+        self: advertise,
+        authToken: options.authToken,
+        key,
+        tls: peerTls.current && (() => peerTls.current!),
+        retryMs: timing.heartbeatMs,
+        handshakeTimeoutMs: Math.max(PEER_HANDSHAKE_TIMEOUT_MS, timing.peerTimeoutMs),
+        maxBufferedBytes: PEER_MAX_BUFFERED_BYTES,
+      }),
+      handoffTimeoutMs: cluster.handoffTimeoutMs ?? 2_000,
+    },
+    hooks: {
+      redirectPending: (address) => {
+        for (const connection of connections) connection.redirectPending(address);
+      },
+      pauseClients: () => {
+        for (const connection of connections) connection.pauseReading();
+      },
+      resumeClients: () => {
+        for (const connection of connections) connection.resumeReading();
+      },
+    },
+    events: {
+      roleChanged: cluster.events?.roleChanged ?? (() => {}),
+      following: cluster.events?.following ?? (() => {}),
+      peerRefused: cluster.events?.peerRefused ?? (() => {}),
+      peerRejected: cluster.events?.peerRejected ?? (() => {}),
+      peerLinkDropped: cluster.events?.peerLinkDropped ?? (() => {}),
+      epochRefused: cluster.events?.epochRefused ?? (() => {}),
+      stalled: cluster.events?.stalled ?? (() => {}),
+      serving: cluster.events?.serving ?? (() => {}),
+      peerLiveness: cluster.events?.peerLiveness ?? (() => {}),
+    },
+  });
+}
+
 /**
  * Lets one round of socket reads run. Handed off, this node answers requests with a redirect to its
  * successor: those that arrived while it was not reading (the handoff) are read and answered here,
@@ -412,4 +430,9 @@ export class LockServer {
  */
 async function readWhatArrived(): Promise<void> {
   for (let i = 0; i < 2; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** The TLS options peer links dial with (undefined: plain TCP), replaced by a reload. */
+interface PeerTls {
+  current: ConnectionOptions | undefined;
 }

@@ -46,7 +46,7 @@ export class LockVerbs implements AcquireSink {
   constructor(ctx: VerbContext, send: (reply: Reply) => void, label?: string) {
     this.#ctx = ctx;
     this.#send = send;
-    this.#session = ctx.node.engine.openSession(label);
+    this.#session = ctx.node.openSession(label);
     const clock = ctx.node.clock;
     this.#keys = new ConnectionKeys(() => clock.now());
   }
@@ -77,7 +77,7 @@ export class LockVerbs implements AcquireSink {
 
   /** Answers every queued acquire with `code` (the client retries elsewhere) and ends the session. */
   failPending(code: ErrorCode, message: string): void {
-    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
+    for (const { key, id } of this.#ctx.node.sessionWaiters(this.#session)) {
       this.#send({ kind: "E", op: this.#acquireOp(id), key, id, code, message });
     }
     this.close();
@@ -85,7 +85,7 @@ export class LockVerbs implements AcquireSink {
 
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
   redirectPending(address: string): void {
-    for (const { key, id } of this.#ctx.node.engine.sessionWaiters(this.#session)) {
+    for (const { key, id } of this.#ctx.node.sessionWaiters(this.#session)) {
       this.#send({ kind: "M", op: this.#acquireOp(id), key, address, id });
     }
     this.close();
@@ -93,7 +93,7 @@ export class LockVerbs implements AcquireSink {
 
   /** The session is over: its queued acquires are withdrawn, its holders keep their leases. */
   close(): void {
-    this.#ctx.node.engine.closeSession(this.#session);
+    this.#ctx.node.closeSession(this.#session);
     this.#pending = 0;
     this.#modeIds = undefined;
   }
@@ -164,7 +164,7 @@ export class LockVerbs implements AcquireSink {
     if (!this.#withinKeyQuota(op, key, id)) return;
     const mode = op === "Q" ? request.mode : EXCLUSIVE;
     if (!this.#modeAvailable(op, key, id, mode)) return;
-    const outcome = this.#ctx.node.engine.acquire(this.#session, {
+    const outcome = this.#ctx.node.acquire(this.#session, {
       key,
       leaseMs: request.leaseMs,
       waitMs: request.waitMs,
@@ -194,7 +194,7 @@ export class LockVerbs implements AcquireSink {
     if (!this.#withinKeyQuota(op, key, id)) return;
     const mode = op === "W" ? request.mode : EXCLUSIVE;
     if (!this.#modeAvailable(op, key, id, mode)) return;
-    const outcome = this.#ctx.node.engine.tryAcquire(key, request.leaseMs, id, this.#session, mode);
+    const outcome = this.#ctx.node.tryAcquire(key, request.leaseMs, id, this.#session, mode);
     if (outcome.status === "granted") {
       if (!outcome.replayed) this.#ctx.node.observer.granted(0);
       this.#keys.granted(key, outcome.token);
@@ -209,7 +209,7 @@ export class LockVerbs implements AcquireSink {
   /** Shared holders and permits only while every cluster node can replicate them (rolling upgrade). */
   #modeAvailable(op: "A" | "Q" | "Y" | "W", key: string, id: string | undefined, mode: LockMode): boolean {
     if (mode.kind === "exclusive") return true;
-    const refusal = this.#ctx.node.lockModesRefusal?.();
+    const refusal = this.#ctx.node.lockModesRefusal();
     if (refusal === undefined) return true;
     this.error(op, key, id, "LOCK_MODES_UNAVAILABLE", refusal);
     return false;
@@ -229,7 +229,7 @@ export class LockVerbs implements AcquireSink {
   #release(request: VerbRequest<"R">): void {
     const { key, token, id } = request;
     if (!this.#provesOwnership("R", key, token, id)) return;
-    const released = this.#ctx.node.engine.release(key, token);
+    const released = this.#ctx.node.release(key, token);
     if (released) this.#keys.released(key, token);
     this.#send({ kind: "R", key, released });
   }
@@ -238,12 +238,12 @@ export class LockVerbs implements AcquireSink {
     const { key, token, id } = request;
     if (!this.#leaseInRange("X", key, id, request.leaseMs)) return;
     if (!this.#provesOwnership("X", key, token, id)) return;
-    this.#send({ kind: "X", key, extended: this.#ctx.node.engine.extend(key, token, request.leaseMs) });
+    this.#send({ kind: "X", key, extended: this.#ctx.node.extend(key, token, request.leaseMs) });
   }
 
   #cancel(request: VerbRequest<"C">): void {
     // The withdrawn acquire gets its own reply (`T`) on whichever session queued it.
-    const sink = this.#ctx.node.engine.cancel(request.key, request.id, (withdrawn) =>
+    const sink = this.#ctx.node.cancel(request.key, request.id, (withdrawn) =>
       withdrawn.timedOut(request.key, request.id),
     );
     this.#send({ kind: "C", key: request.key, cancelled: sink !== undefined });
@@ -254,7 +254,7 @@ export class LockVerbs implements AcquireSink {
    * or with the acquire's request id. A stale token passes (it changes nothing and gets `0`).
    */
   #provesOwnership(op: "R" | "X", key: string, token: bigint, id: string | undefined): boolean {
-    if (this.#ctx.node.engine.ownership(key, token, this.#session, id) !== "not-owner") return true;
+    if (this.#ctx.node.ownership(key, token, this.#session, id) !== "not-owner") return true;
     this.error(
       op,
       key,
@@ -273,14 +273,14 @@ export class LockVerbs implements AcquireSink {
    */
   #withinKeyQuota(op: "A" | "Y" | "Q" | "W", key: string, id: string | undefined): boolean {
     const quota = this.#ctx.limits.maxKeysPerConnection;
-    const engine = this.#ctx.node.engine;
+    const node = this.#ctx.node;
     const session = this.#session;
     if (
       this.#keys.has(key) ||
       this.#keys.admits(
         this.#pending,
         quota,
-        (held, token) => engine.ownership(held, token, session, undefined) === "holder",
+        (held, token) => node.ownership(held, token, session, undefined) === "holder",
       )
     )
       return true;
@@ -314,8 +314,8 @@ export class LockVerbs implements AcquireSink {
       ["node", node.advertise],
       ["active", node.activeAddress ?? "-"],
       ["epoch", node.reportedEpoch.toString()],
-      ["keys", String(node.engine.keyCount)],
-      ["waiters", String(node.engine.waiterCount)],
+      ["keys", String(node.keyCount)],
+      ["waiters", String(node.waiterCount)],
       ["connections", String(this.#ctx.connectionCount())],
       ["uptime_ms", String(node.uptimeMs)],
     ]);

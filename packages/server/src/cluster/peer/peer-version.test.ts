@@ -1,7 +1,8 @@
 import { parseRequestLine } from "@lock/protocol";
 import { describe, expect, it } from "vitest";
 import { nonce, PEER_TOKEN } from "../../net/peer.test.data.js";
-import { ListenerHandshake, PeerKey } from "./peer-auth.js";
+import { ListenerHandshake } from "./handshake.js";
+import { PeerKey } from "./peer-auth.js";
 import { lockModesRefusal, PEER_PROTOCOL_VERSION, peerVersionProblem } from "./peer-version.js";
 
 /** The peer protocol version in the listener's handshake (docs/protocol.md, "Peer protocol versions"). */

@@ -9,15 +9,15 @@ import { MUTATIONS, type Mutation, type SimResult, simulate } from "./simulator.
  * replays it and the schedule's faults. Exit 1 if any schedule failed.
  */
 const USAGE = `usage: pnpm sim [--seeds N] [--seed S | --from F] [--nodes K] [--steps M] [--clients C]
-                [--mutation none|same-node-id|clock-behind|writer-beside-reader|fresh-retry-id] [--log]
+                [--mutation none|same-node-id|clock-behind|peer-token-mismatch|writer-beside-reader|fresh-retry-id] [--log]
   --seeds N     schedules to run (default 1000), seeds F, F+1, ...
   --from F      first seed (default: random, printed)
   --seed S      run only seed S (with --log: every role change and grant)
   --nodes K     cluster size (default 3)
   --steps M     faults per schedule (default 8)
-  --mutation X  break a token-epoch rule (same-node-id, clock-behind), the lock modes' rule
-                (writer-beside-reader) or the client (fresh-retry-id: retries under a new request
-                id) on purpose: the checker must then fail`;
+  --mutation X  break a token-epoch rule (same-node-id, clock-behind), the peer handshake
+                (peer-token-mismatch), the lock modes' rule (writer-beside-reader) or the client
+                (fresh-retry-id: retries under a new request id) on purpose: the checker must then fail`;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({

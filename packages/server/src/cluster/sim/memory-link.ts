@@ -1,13 +1,15 @@
 import type { TimerQueue } from "@lock/deadline-heap";
-import { isDecodeError, isPeerFrame, parseRequestLine } from "@lock/protocol";
 import type { ClusterLink, LinkEvents } from "../link.js";
+import { OutgoingSession } from "../peer/outgoing-session.js";
+import type { PeerKey } from "../peer/peer-auth.js";
 import type { Connection, Network } from "./network.js";
 
 /**
- * A ClusterLink over the simulated network (network.ts): what PeerLink does over a socket,
- * without the handshake (hosts of the simulated network are who they say they are). It dials, sends
- * `hello()` once connected, passes acknowledgements on, and redials `retryMs` after a failed dial or
- * a close. Disconnects, delays, cuts and resets come from the network.
+ * A ClusterLink over the simulated network (network.ts): what PeerLink does over a socket, with the
+ * same OutgoingSession on each connection (the peer handshake, `hello()` once it is done, the
+ * acknowledgements' checks). It redials `retryMs` after a failed dial or a close. Disconnects,
+ * delays, cuts and resets come from the network. Unlike PeerLink it has no handshake timeout: the
+ * simulated network never accepts a connection it then leaves hanging.
  */
 export class MemoryLink implements ClusterLink {
   readonly address: string;
@@ -16,17 +18,18 @@ export class MemoryLink implements ClusterLink {
   readonly #events: LinkEvents;
   readonly #timers: TimerQueue;
   readonly #retryMs: number;
+  readonly #key: PeerKey;
   #connection: Connection | undefined;
+  #session: OutgoingSession | undefined;
   #connected = false;
   #closed = false;
-  #lastAck = -1;
 
   constructor(
     network: Network,
     self: string,
     address: string,
     events: LinkEvents,
-    options: { timers: TimerQueue; retryMs: number },
+    options: { timers: TimerQueue; retryMs: number; key: PeerKey },
   ) {
     this.#network = network;
     this.#self = self;
@@ -34,6 +37,7 @@ export class MemoryLink implements ClusterLink {
     this.#events = events;
     this.#timers = options.timers;
     this.#retryMs = options.retryMs;
+    this.#key = options.key;
     this.#dial();
   }
 
@@ -83,10 +87,22 @@ export class MemoryLink implements ClusterLink {
         }
         connection = opened;
         this.#connection = opened;
-        this.#connected = true;
-        this.#lastAck = -1;
-        this.send(this.#events.hello());
-        this.#events.onConnect(this);
+        const key = this.#key;
+        this.#session = new OutgoingSession(
+          { key, self: this.#self, peer: this.address, authToken: undefined },
+          this,
+          this.#events,
+          {
+            write: (lines) => this.#network.send(opened, 0, lines),
+            connected: () => {
+              this.#connected = true;
+            },
+            drop: () => {
+              if (this.#connection === opened) this.reset();
+            },
+          },
+        );
+        this.#session.open();
       },
       () => this.#redial(),
     );
@@ -100,6 +116,7 @@ export class MemoryLink implements ClusterLink {
     if (this.#connection !== connection) return;
     const wasConnected = this.#connected;
     this.#connection = undefined;
+    this.#session = undefined;
     this.#connected = false;
     if (wasConnected) this.#events.onDisconnect(this);
     this.#redial();
@@ -108,24 +125,7 @@ export class MemoryLink implements ClusterLink {
   #receive(connection: Connection, text: string): void {
     for (const line of text.split("\n")) {
       if (line === "" || this.#connection !== connection) continue;
-      if (line.startsWith("E ")) {
-        this.#events.onRefused(this, line);
-        this.reset();
-        return;
-      }
-      const frame = parseRequestLine(line);
-      if (isDecodeError(frame) || !isPeerFrame(frame) || frame.peer !== "K") {
-        this.#events.onViolation(this, `${JSON.stringify(line.slice(0, 40))} from the peer`);
-        this.reset();
-        return;
-      }
-      if (frame.seq < this.#lastAck) {
-        this.#events.onViolation(this, `!K ${frame.seq} after !K ${this.#lastAck}`);
-        this.reset();
-        return;
-      }
-      this.#lastAck = frame.seq;
-      this.#events.onAck(this, frame.seq);
+      if (!this.#session?.receive(line)) return;
     }
   }
 }

@@ -1,24 +1,18 @@
 import { TimerQueue } from "@lock/deadline-heap";
-import {
-  encodeReply,
-  isDecodeError,
-  isPeerFrame,
-  type PeerFrame,
-  parseRequestLine,
-  type Reply,
-} from "@lock/protocol";
+import { encodeReply, isDecodeError, isPeerFrame, parseRequestLine, type Reply } from "@lock/protocol";
 import type { HoldRule } from "../../engine/lock-mode.js";
 import { MemoryEpochStore } from "../../epoch/epoch-store.js";
 import { DEFAULT_SERVER_LIMITS } from "../../limits.js";
-import { LockNode } from "../../node.js";
+import type { LockNode } from "../../node.js";
 import { LockVerbs } from "../../session/lock-verbs.js";
-import { Cluster, type ClusterEvents } from "../cluster.js";
+import type { Cluster } from "../cluster.js";
+import type { ClusterEvents } from "../cluster-api.js";
+import { createClusterNode } from "../cluster-node.js";
 import type { ClusterTiming } from "../membership.js";
 import { PeerKey } from "../peer/peer-auth.js";
-import { PeerSession } from "../peer-session.js";
-import { Replicator } from "../replicator.js";
 import { MemoryLink } from "./memory-link.js";
 import type { Connection, ConnectionEnd, Host, Network } from "./network.js";
+import { acceptPeer } from "./peer-connection.js";
 import type { Scheduler } from "./scheduler.js";
 
 /** What the simulator learns from a node as it runs: its replies as they leave, role changes. */
@@ -50,6 +44,8 @@ export interface SimNodeConfig {
   readonly nodeId: number;
   /** True time (wall-clock ms) at simulated time 0. */
   readonly wallOrigin: number;
+  /** The node's peer token: none (`--insecure`) unless a mutation gives one node another. */
+  readonly peerToken: string | undefined;
   /** A negative control: the engine's rule of which holds share a key, with a bug in it. */
   readonly holdRule?: HoldRule | undefined;
 }
@@ -174,7 +170,6 @@ export class SimNode implements Host {
   /** This process has held an active's snapshot (it then knows what that active knew). */
   syncedSinceStart = false;
   readonly #deferred: Array<() => void> = [];
-  readonly #peerConnections = new Set<Connection>();
 
   constructor(
     readonly config: SimNodeConfig,
@@ -191,22 +186,59 @@ export class SimNode implements Host {
     this.heardSinceStart.clear();
     this.syncedSinceStart = false;
     const timers = new TimerQueue(scheduler.clock, { host: "manual" });
-    const replicator = new Replicator(timers);
-    const lock = new LockNode({
-      dataDir: undefined,
-      epochStore: this.store,
-      limits: DEFAULT_SERVER_LIMITS,
-      advertise: this.name,
-      clock: scheduler.clock,
-      timers,
-      journal: replicator,
-      startAs: "standby",
-      nodeId: config.nodeId,
-      maxClockSkewMs: config.maxClockSkewMs,
-      wallNow: () => config.wallOrigin + scheduler.now + config.skewMs,
-      ...(config.holdRule ? { holdRule: config.holdRule } : {}),
+    // The handshake runs in full (with an empty key unless a mutation sets one), its nonces drawn
+    // from a counter so that a seed replays exactly.
+    let nonces = 0;
+    const key = new PeerKey(config.peerToken, () => (nonces++).toString(16).padStart(64, "0"));
+    const { node: lock, cluster } = createClusterNode({
+      node: {
+        dataDir: undefined,
+        epochStore: this.store,
+        limits: DEFAULT_SERVER_LIMITS,
+        advertise: this.name,
+        clock: scheduler.clock,
+        timers,
+        nodeId: config.nodeId,
+        maxClockSkewMs: config.maxClockSkewMs,
+        wallNow: () => config.wallOrigin + scheduler.now + config.skewMs,
+        ...(config.holdRule ? { holdRule: config.holdRule } : {}),
+      },
+      cluster: {
+        peers: config.peers,
+        timing: config.timing,
+        key,
+        links: (address, linkEvents) =>
+          new MemoryLink(this.network, this.name, address, linkEvents, {
+            timers,
+            retryMs: config.timing.heartbeatMs,
+            key,
+          }),
+        handoffTimeoutMs: 2_000,
+      },
+      hooks: {
+        redirectPending: (address) => {
+          for (const session of this.sessions) session.verbs.redirectPending(address);
+        },
+        pauseClients: () => {
+          for (const session of this.sessions) session.pause();
+        },
+        resumeClients: () => {
+          for (const session of this.sessions) session.resume();
+        },
+      },
+      events: this.#events(),
     });
-    const events: ClusterEvents = {
+    this.lock = lock;
+    this.cluster = cluster;
+    this.timers = timers;
+    this.up = true;
+    this.stalled = false;
+    cluster.start();
+  }
+
+  /** What the cluster reports, as far as the simulator's checks care. */
+  #events(): ClusterEvents {
+    return {
       roleChanged: (role, reason) => this.observer.roleChanged(this, role, reason),
       following: (active) => this.observer.following?.(this, active),
       peerRefused: () => {},
@@ -218,40 +250,6 @@ export class SimNode implements Host {
       serving: () => {},
       peerLiveness: () => {},
     };
-    const cluster = new Cluster(
-      lock,
-      replicator,
-      {
-        redirectPending: (address) => {
-          for (const session of this.sessions) session.verbs.redirectPending(address);
-        },
-        pauseClients: () => {
-          for (const session of this.sessions) session.pause();
-        },
-        resumeClients: () => {
-          for (const session of this.sessions) session.resume();
-        },
-      },
-      events,
-      {
-        peers: config.peers,
-        advertise: this.name,
-        timing: config.timing,
-        key: new PeerKey(undefined),
-        links: (address, linkEvents) =>
-          new MemoryLink(this.network, this.name, address, linkEvents, {
-            timers,
-            retryMs: config.timing.heartbeatMs,
-          }),
-        handoffTimeoutMs: 2_000,
-      },
-    );
-    this.lock = lock;
-    this.cluster = cluster;
-    this.timers = timers;
-    this.up = true;
-    this.stalled = false;
-    cluster.start();
   }
 
   /** kill -9: the process is gone; only the epoch store remains. */
@@ -264,7 +262,6 @@ export class SimNode implements Host {
     this.network.resetHost(this.name);
     for (const session of this.sessions) session.withdrawn();
     this.sessions.clear();
-    this.#peerConnections.clear();
     this.lock = undefined;
     this.cluster = undefined;
     this.timers = undefined;
@@ -278,7 +275,7 @@ export class SimNode implements Host {
     const cluster = this.cluster;
     if (!this.up || !cluster) return;
     // Stepped by the world's events (the successor's acknowledgement, timers): no promise to pump.
-    cluster.stopThen(() => {
+    cluster.stop(() => {
       if (this.cluster !== cluster) return;
       for (const session of this.sessions)
         session.verbs.failPending("SHUTTING_DOWN", "the server is shutting down");
@@ -325,73 +322,29 @@ export class SimNode implements Host {
     return `${this.name}#${this.incarnation}.${this.cluster?.counters.promotions ?? 0}`;
   }
 
-  /** The holder table: `<key> <token> <mode> <slot>` → token, one entry per holder. */
+  /** The holder table: key → token, a shared holder or permit as `<key> <token> <mode> <slot>`. */
   table(): Map<string, bigint> {
     const table = new Map<string, bigint>();
-    for (const { key, token, mode, slot } of this.lock?.engine.holders() ?? [])
-      table.set(`${key} ${token} ${mode.kind} ${slot}`, token);
+    for (const { key, token, mode, slot } of this.lock?.holders() ?? [])
+      table.set(
+        mode === undefined || mode.kind === "exclusive" ? key : `${key} ${token} ${mode.kind} ${slot}`,
+        token,
+      );
     return table;
   }
 
   /** The holders of `key` on this node, with their mode and slot (the checker's view). */
   holdersOf(key: string): Array<{ mode: string; slot: number | undefined }> {
-    return this.lock?.engine.holdersOf(key) ?? [];
+    return this.lock?.holdersOf(key) ?? [];
   }
 
   accept(from: string, connection: Connection): ConnectionEnd | undefined {
     const lock = this.lock;
     const cluster = this.cluster;
     if (!this.up || !lock || !cluster) return undefined;
-    if (this.config.peers.includes(from)) return this.#acceptPeer(from, connection, cluster);
+    if (this.config.peers.includes(from)) return acceptPeer(this, from, connection, cluster);
     const session = new ClientSession(this, connection);
     this.sessions.add(session);
     return session;
-  }
-
-  #acceptPeer(from: string, connection: Connection, cluster: Cluster): ConnectionEnd {
-    this.#peerConnections.add(connection);
-    const session = new PeerSession(from, cluster, {
-      send: (line) => this.network.send(connection, 1, line),
-      drop: (message) => {
-        this.network.send(connection, 1, `E ? - PEER_PROTOCOL_ERROR - ${message}\n`);
-        this.network.close(connection, 1);
-      },
-      close: () => this.network.close(connection, 1),
-    });
-    return {
-      onLine: (text) => {
-        this.cluster?.guardStall();
-        for (const line of text.split("\n")) {
-          if (line === "") continue;
-          const frame = parseRequestLine(line);
-          if (isDecodeError(frame) || !isPeerFrame(frame)) {
-            session.refuse(`${JSON.stringify(line)} on a peer link`);
-            continue;
-          }
-          for (const epoch of epochsIn(frame)) if (epoch > this.toldEpoch) this.toldEpoch = epoch;
-          this.heardSinceStart.add(from);
-          session.receive(frame);
-          if (this.cluster?.replicaSource !== undefined) this.syncedSinceStart = true;
-        }
-        session.flushAcks();
-        this.lock?.afterRequests();
-      },
-      onClose: () => this.#peerConnections.delete(connection),
-    };
-  }
-}
-
-/** The epochs a peer frame tells its receiver of. */
-function epochsIn(frame: PeerFrame): bigint[] {
-  switch (frame.peer) {
-    case "J":
-    case "B":
-      return [frame.epoch, frame.highest];
-    case "S":
-    case "P":
-    case "O":
-      return [frame.epoch];
-    default:
-      return [];
   }
 }

@@ -54,6 +54,11 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
     expect(found?.failures.some((failure) => failure.includes("issued twice"))).toBe(true);
   });
 
+  it("finds a node kept out by the peer handshake within the slice (one node holds another peer token)", async () => {
+    const [found] = await run(1, 500, { mutation: "peer-token-mismatch", stopAtFirst: true });
+    expect(found?.failures.some((failure) => failure.includes("actives"))).toBe(true);
+  });
+
   it("finds an exclusive holder granted beside readers within the slice (the engine's hold rule broken)", async () => {
     const [found] = await run(1, 500, { mutation: "writer-beside-reader", stopAtFirst: true });
     expect(found?.failures.some((failure) => failure.includes("an exclusive holder beside another"))).toBe(

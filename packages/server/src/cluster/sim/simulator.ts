@@ -16,6 +16,7 @@ export const MUTATIONS: readonly Mutation[] = [
   "none",
   "same-node-id",
   "clock-behind",
+  "peer-token-mismatch",
   "writer-beside-reader",
   "fresh-retry-id",
 ];

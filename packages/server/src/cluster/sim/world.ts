@@ -11,8 +11,16 @@ import { type NodeObserver, SimNode } from "./sim-node.js";
  * Ways to break the token-epoch rules or their assumption on purpose: the checker must then find
  * failures. `same-node-id`: every node has id 0 (epochs are no longer disjoint). `clock-behind`:
  * the last node's wall clock is 30 s behind, far past the configured skew bound.
+ * `peer-token-mismatch`: the last node holds another peer token, so the real peer handshake keeps
+ * it out of the cluster (a simulator that skipped the handshake would let it in unnoticed).
+ * `writer-beside-reader`: the engine grants an exclusive request beside shared holders.
  */
-export type Mutation = "none" | "same-node-id" | "clock-behind" | "writer-beside-reader";
+export type Mutation =
+  | "none"
+  | "same-node-id"
+  | "clock-behind"
+  | "peer-token-mismatch"
+  | "writer-beside-reader";
 
 /** The engine's hold rule with a bug on purpose: an exclusive request is granted beside readers. */
 const WRITER_BESIDE_READER: HoldRule = (mode, holding, holders, maxShared) =>
@@ -78,6 +86,8 @@ export class SimWorld {
           maxClockSkewMs: maxSkew,
           nodeId: mutation === "same-node-id" ? 0 : index,
           holdRule: mutation === "writer-beside-reader" ? WRITER_BESIDE_READER : undefined,
+          peerToken:
+            mutation === "peer-token-mismatch" && index === options.nodes - 1 ? "another-cluster" : undefined,
           wallOrigin: WALL_ORIGIN,
         },
         this.scheduler,

@@ -11,9 +11,9 @@ import {
   type ReplicatedGrantFrame,
   type ReplicatedSharedGrantFrame,
   tokenSequence,
+  WHOLE_KEY,
 } from "@lock/protocol";
-import { TIMER_MAX_MS } from "../limits.js";
-import { WHOLE_KEY } from "./backlog.js";
+import { TIMER_MAX_MS } from "../../limits.js";
 
 /** The frames a PeerSession hands on one at a time, once they passed its checks. */
 export type SessionFrame =
