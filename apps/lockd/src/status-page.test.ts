@@ -165,6 +165,9 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
     clients.push(holder);
     for (const key of ["orders:1", "orders:2", "billing:run", HOSTILE_KEY])
       expect(await holder.request(`A ${key} 600 0`)).toMatch(/^A /);
+    // A read/write lock with two readers, and a semaphore with one of its three permits taken.
+    for (const id of ["r1", "r2"]) expect(await holder.request(`Q report:rw s 600 0 ${id}`)).toMatch(/^Q /);
+    expect(await holder.request("Q tenant:sem p3 600 0 p1")).toMatch(/^Q tenant:sem \d+ 0 p1$/);
     // A steady, low load: a few grants a second, the rate at which the old axis said "1.3".
     const cycler = await cluster.connect(0);
     clients.push(cycler);
@@ -290,9 +293,19 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
       const row = await page.$$eval('#holders tr[data-key="orders:1"] td', (cells) =>
         cells.map((cell) => cell.textContent),
       );
-      // Key, token (with its grant number and epoch), lease left, waiters, holder's address.
-      expect(row[1]).toMatch(/^\d+\s*grant #\d+ · node 0 · /);
-      expect(row[4]).toMatch(/^127\.0\.0\.1:\d+$/);
+      // Key, mode, token (with its grant number and epoch), lease left, waiters, holder's address.
+      expect(row[1]).toBe("exclusive");
+      expect(row[2]).toMatch(/^\d+\s*grant #\d+ · node 0 · /);
+      expect(row[5]).toMatch(/^127\.0\.0\.1:\d+$/);
+      // Shared holders and permits: how many, of what limit, on which slots.
+      const modeOf = (key: string) =>
+        page.$$eval(`#holders tr[data-key="${key}"] td`, (cells) => cells[1]?.textContent);
+      await page.fill("#holders-search", "report:");
+      await page.waitForSelector('#holders tr[data-key="report:rw"]');
+      expect(await modeOf("report:rw")).toBe("shared ×2");
+      await page.fill("#holders-search", "tenant:");
+      await page.waitForSelector('#holders tr[data-key="tenant:sem"]');
+      expect(await modeOf("tenant:sem")).toBe("permits 1/3 · slot 0");
       await page.fill("#holders-search", "nothing-here:");
       await page.waitForSelector("#holders-none:not([hidden])");
       expect(await page.textContent("#holders-none")).toContain("nothing-here:");

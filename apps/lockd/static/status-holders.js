@@ -83,6 +83,7 @@ export class HoldersView {
     const row = body.insertRow();
     row.dataset.key = lock.key;
     this.cell(row, lock.key, "key", "Key");
+    this.cell(row, modeText(lock), undefined, "Mode");
     const token = document.createElement("span");
     const raw = document.createElement("span");
     raw.className = "raw";
@@ -96,8 +97,11 @@ export class HoldersView {
     this.cell(row, formatCount(lock.waiters), undefined, "Waiters");
     const holder = document.createElement("span");
     // A holder replicated from an active: this node knows the lock, not the client's connection.
+    const several = (lock.holders?.length ?? 1) > 1;
     holder.className = lock.holder === null ? "muted" : "address";
-    holder.textContent = lock.holder ?? "replicated";
+    holder.textContent = several
+      ? lock.holders.map((grant) => grant.holder ?? "replicated").join(", ")
+      : (lock.holder ?? "replicated");
     this.cell(row, holder, undefined, "Holder");
   }
 
@@ -111,4 +115,19 @@ export class HoldersView {
     $("holders-error").hidden = false;
     $("holders-error").textContent = message;
   }
+}
+
+/**
+ * How a key is held (lockd's /locks `mode`): `exclusive`, `shared ×N` (readers), or a semaphore's
+ * permits taken of its limit with their slots (`permits 2/5 · slots 0, 3`). A lockd without lock
+ * modes sends no mode: exclusive.
+ */
+function modeText(lock) {
+  const holders = lock.holders ?? [];
+  if (lock.mode === "shared") return `shared ×${holders.length}`;
+  if (lock.mode === "permit") {
+    const slots = holders.map((grant) => grant.slot).sort((a, b) => a - b);
+    return `permits ${holders.length}/${lock.limit} · slot${slots.length === 1 ? "" : "s"} ${slots.join(", ")}`;
+  }
+  return "exclusive";
 }
