@@ -6,9 +6,9 @@
  */
 import type { Lock } from "@lock/client";
 import { StaleTokenError } from "@lock/fence";
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { perTenant, type TenantJob, type TenantPermit } from "./tenant-limit.js";
-import { type RecipeWorld, recipeWorld } from "./testing/world.js";
+import { worldPerTest } from "./testing/world.js";
 
 /** holder: keeps slot 0 throughout; stalled: takes slot 1 and outlives its lease; successor: takes slot 1 next. */
 type Role = "holder" | "stalled" | "successor";
@@ -31,14 +31,10 @@ const aborted = (signal: AbortSignal) =>
     else signal.addEventListener("abort", () => resolve(), { once: true });
   });
 
-let world: RecipeWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
+const newWorld = worldPerTest();
 
 it("refuses the late write of a job that stalled past its lease; the job that took its slot writes", async () => {
-  world = await recipeWorld();
+  const world = await newWorld();
   const { store } = world;
   const boss = await world.startBoss();
   // Two queues share one tenant limit; the second one's worker does not extend its leases.
@@ -50,7 +46,7 @@ it("refuses the late write of a job that stalled past its lease; the job that to
   const lateWrite = event<unknown>();
   const limit = { client: world.lockClient(), store, permits: 2 };
   const logStart = async (job: { id: string; data: RoleJob }, permit: TenantPermit) => {
-    await permit.fenced((tx) => world!.logEvent(tx, job.id, permit, "start"));
+    await permit.fenced((tx) => world.logEvent(tx, job.id, permit, "start"));
     started[job.data.role].resolve(permit.lock);
   };
 
@@ -60,7 +56,7 @@ it("refuses the late write of a job that stalled past its lease; the job that to
     perTenant<RoleJob>({ ...limit, leaseMs: 10_000 }, async (job, permit) => {
       await logStart(job, permit);
       if (job.data.role === "holder") await holderMayEnd.promise;
-      await permit.fenced((tx) => world!.logEvent(tx, job.id, permit, "end"));
+      await permit.fenced((tx) => world.logEvent(tx, job.id, permit, "end"));
       if (job.data.role === "successor") successorEnded.resolve();
     }),
   );
@@ -72,7 +68,7 @@ it("refuses the late write of a job that stalled past its lease; the job that to
       await aborted(permit.signal);
       await started.successor.promise;
       try {
-        await permit.fenced((tx) => world!.logEvent(tx, job.id, permit, "end"));
+        await permit.fenced((tx) => world.logEvent(tx, job.id, permit, "end"));
       } catch (error) {
         lateWrite.resolve(error);
         throw error;

@@ -3,11 +3,11 @@
  * their own, each with its own lock client, as four worker processes would be) whose loops together
  * take more jobs at once than a tenant may run.
  */
-import { afterEach, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { perTenant, type TenantJob, tenantKey } from "./tenant-limit.js";
 import { mostAtOnce, slotViolations } from "./testing/job-events.js";
 import { TenantTracker } from "./testing/tenant-tracker.js";
-import { type RecipeWorld, recipeWorld } from "./testing/world.js";
+import { worldPerTest } from "./testing/world.js";
 
 const TENANTS = ["acme", "globex", "initech"];
 const JOBS_PER_TENANT = 20;
@@ -17,14 +17,10 @@ const WORKERS = 4;
 const LOOPS_PER_WORKER = 3;
 const QUEUE = "reports";
 
-let world: RecipeWorld | undefined;
-afterEach(async () => {
-  await world?.close();
-  world = undefined;
-});
+const newWorld = worldPerTest();
 
 it(`runs at most ${PERMITS} jobs of a tenant at once across ${WORKERS} workers, and every job`, async () => {
-  world = await recipeWorld();
+  const world = await newWorld();
   const { store } = world;
   const jobs = JOBS_PER_TENANT * TENANTS.length;
   const tracker = new TenantTracker({ permits: PERMITS, loops: WORKERS * LOOPS_PER_WORKER, jobs });
@@ -35,17 +31,17 @@ it(`runs at most ${PERMITS} jobs of a tenant at once across ${WORKERS} workers, 
   await first.insert(QUEUE, sent);
   const bosses = [
     first,
-    ...(await Promise.all(Array.from({ length: WORKERS - 1 }, () => world!.startBoss()))),
+    ...(await Promise.all(Array.from({ length: WORKERS - 1 }, () => world.startBoss()))),
   ];
 
   for (const boss of bosses) {
     const limit = { client: world.lockClient(), store, permits: PERMITS, leaseMs: 10_000 };
     const handler = perTenant<TenantJob>(limit, async (job, permit) => {
       const { tenant } = job.data;
-      await permit.fenced((tx) => world!.logEvent(tx, job.id, permit, "start"));
+      await permit.fenced((tx) => world.logEvent(tx, job.id, permit, "start"));
       tracker.started(tenant);
       await tracker.gate;
-      await permit.fenced((tx) => world!.logEvent(tx, job.id, permit, "end"));
+      await permit.fenced((tx) => world.logEvent(tx, job.id, permit, "end"));
       tracker.finished(tenant);
     });
     await boss.work<TenantJob>(

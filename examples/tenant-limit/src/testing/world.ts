@@ -6,10 +6,16 @@
  */
 import { randomBytes } from "node:crypto";
 import { LockClient } from "@lock/client";
-import { createFenceTable, type PostgresFenceTx, PostgresStore } from "@lock/fence/postgres";
+import {
+  createFenceTable,
+  type PostgresFenceTx,
+  type PostgresStore,
+  postgresStore,
+} from "@lock/fence/postgres";
 import { LockdProcess } from "@lock/testkit";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
+import { afterEach } from "vitest";
 import type { TenantPermit } from "../tenant-limit.js";
 import type { JobEvent } from "./job-events.js";
 
@@ -40,19 +46,21 @@ export async function recipeWorld(): Promise<RecipeWorld> {
   const appSchema = `${name}_app`;
   const bossSchema = `${name}_boss`;
   const lockd = await LockdProcess.start();
-  const pool = new pg.Pool({ connectionString: PG_URL, max: 8 });
+  // The application's tables are found through search_path, as an application's would be: its code
+  // and the fence's defaults name no schema.
+  const pool = new pg.Pool({ connectionString: PG_URL, max: 8, options: `-c search_path=${appSchema}` });
   const bosses: PgBoss[] = [];
   const clients: LockClient[] = [];
   await pool.query(`CREATE SCHEMA "${appSchema}"`);
-  await createFenceTable(pool, `${appSchema}.lock_fence`);
+  await createFenceTable(pool);
   // seq is taken inside each fenced transaction, so it orders the events as the jobs passed them.
-  await pool.query(`CREATE TABLE "${appSchema}".job_events (
+  await pool.query(`CREATE TABLE job_events (
     seq bigserial PRIMARY KEY, job_id text NOT NULL, key text NOT NULL, slot int NOT NULL,
     token numeric(20, 0) NOT NULL, kind text NOT NULL CHECK (kind IN ('start', 'end')))`);
   return {
     lockd,
     pool,
-    store: new PostgresStore({ pool, table: `${appSchema}.lock_fence` }),
+    store: postgresStore({ pool }),
     bossSchema,
     async startBoss() {
       // A small pool each (4 workers share the database with other test runs); LISTEN/NOTIFY wakes a
@@ -63,6 +71,8 @@ export async function recipeWorld(): Promise<RecipeWorld> {
         max: 4,
         schedule: false,
         useListenNotify: true,
+        // Job spies: a test awaits a job's state instead of polling for it.
+        __test__enableSpies: true,
       });
       // pg-boss emits its errors; an unhandled `error` event would crash the test process.
       boss.on("error", (error) => console.error("pg-boss:", error));
@@ -75,10 +85,13 @@ export async function recipeWorld(): Promise<RecipeWorld> {
       return client;
     },
     async logEvent(tx, jobId, permit, kind) {
-      await tx.query(
-        `INSERT INTO "${appSchema}".job_events (job_id, key, slot, token, kind) VALUES ($1, $2, $3, $4, $5)`,
-        [jobId, permit.lock.key, permit.slot, permit.lock.token.toString(), kind],
-      );
+      await tx.query(`INSERT INTO job_events (job_id, key, slot, token, kind) VALUES ($1, $2, $3, $4, $5)`, [
+        jobId,
+        permit.lock.key,
+        permit.slot,
+        permit.lock.token.toString(),
+        kind,
+      ]);
     },
     async events() {
       const { rows } = await pool.query<{
@@ -88,7 +101,7 @@ export async function recipeWorld(): Promise<RecipeWorld> {
         slot: number;
         token: string;
         kind: JobEvent["kind"];
-      }>(`SELECT seq, job_id, key, slot, token::text, kind FROM "${appSchema}".job_events ORDER BY seq`);
+      }>(`SELECT seq, job_id, key, slot, token::text, kind FROM job_events ORDER BY seq`);
       return rows.map((row) => ({
         seq: Number(row.seq),
         jobId: row.job_id,
@@ -116,5 +129,18 @@ export async function recipeWorld(): Promise<RecipeWorld> {
         await lockd.dispose();
       }
     },
+  };
+}
+
+/** Registers an afterEach that closes the test's world; returns the function that makes it. */
+export function worldPerTest(): () => Promise<RecipeWorld> {
+  let current: RecipeWorld | undefined;
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+  });
+  return async () => {
+    current = await recipeWorld();
+    return current;
   };
 }
