@@ -28,7 +28,14 @@ it("writes each tenant's monthly totals, each job fenced on its permit's slot", 
   ))!;
   await workReports(boss, world.lockClient(), pool);
   const spy = boss.getSpy<ReportJob>("reports");
-  await Promise.all(ids.map((id) => spy.waitForJobWithId(id, "completed")));
+  const settled = (id: string) =>
+    Promise.race([
+      spy.waitForJobWithId(id, "completed"),
+      spy.waitForJobWithId(id, "failed").then(({ output }) => {
+        throw new Error(`job ${id} failed: ${JSON.stringify(output)}`);
+      }),
+    ]);
+  await Promise.all(ids.map(settled));
 
   const { rows } = await pool.query("SELECT tenant, month, total::text FROM reports ORDER BY tenant, month");
   expect(rows).toEqual([
