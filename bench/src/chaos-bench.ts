@@ -294,6 +294,7 @@ function holderReport(): boolean {
     slot_clashes: ms(verdict.inWindows["slot-clash"]),
     exclusive_not_alone: ms(verdict.inWindows["not-alone"]),
     token_order_two_actives: ms(verdict.inWindows["token-order"]),
+    by_fault: [...verdict.inWindowsByFault].map(([kind, n]) => `${kind} ${n}`).join(", ") || "-",
   });
   for (const found of verdict.breaks.slice(0, 10)) {
     const fault = history.faults.findLast((f) => f.startedAt <= found.hold.at);

@@ -81,6 +81,7 @@ describe("checkHolders", () => {
     const verdict = checkHolders(overlap, [kill], 1_000);
     expect(verdict.breaks).toEqual([]);
     expect(verdict.inWindows["not-alone"]).toBe(1);
+    expect([...verdict.inWindowsByFault]).toEqual([["kill", 1]]);
     // A handoff promises exclusion; so does the time well after a kill settled.
     expect(rules(overlap, [fault("handoff", 1_500, 2_100)])).toEqual(["not-alone"]);
     expect(rules(overlap, [fault("kill", -5_000, -4_000)])).toEqual(["not-alone"]);

@@ -59,6 +59,8 @@ export interface HolderVerdict {
   readonly breaks: readonly RuleBreak[];
   /** Rule breaks inside those windows (documented non-guarantees), by rule. */
   readonly inWindows: Readonly<Record<RuleBreak["rule"], number>>;
+  /** The same by the kind of fault whose window they fell in. */
+  readonly inWindowsByFault: ReadonlyMap<FaultKind, number>;
   readonly holds: number;
 }
 
@@ -83,9 +85,14 @@ export function checkHolders(
   const orderWindow = (at: number) => windowOf(at, (fault) => !fault.twoActives);
   const breaks: RuleBreak[] = [];
   const inWindows = { "over-limit": 0, "slot-clash": 0, "not-alone": 0, "token-order": 0 };
+  const inWindowsByFault = new Map<FaultKind, number>();
   const note = (rule: RuleBreak["rule"], hold: Hold, other: Hold, fault: Fault | undefined) => {
-    if (fault === undefined) breaks.push({ rule, hold, other, fault });
-    else inWindows[rule]++;
+    if (fault === undefined) {
+      breaks.push({ rule, hold, other, fault });
+      return;
+    }
+    inWindows[rule]++;
+    inWindowsByFault.set(fault.kind, (inWindowsByFault.get(fault.kind) ?? 0) + 1);
   };
   const byKey = new Map<string, Hold[]>();
   // A grant that arrived after the client's own lease deadline held nothing.
@@ -99,7 +106,7 @@ export function checkHolders(
       note(rule, hold, other, exclusionWindow(hold.at));
     for (const [hold, other] of orderBreaks(mine)) note("token-order", hold, other, orderWindow(hold.at));
   }
-  return { breaks, inWindows, holds: holds.length };
+  return { breaks, inWindows, inWindowsByFault, holds: holds.length };
 }
 
 type Exclusion = Exclude<RuleBreak["rule"], "token-order">;
