@@ -296,12 +296,13 @@ function holderReport(): boolean {
     token_order_two_actives: ms(verdict.inWindows["token-order"]),
     by_fault: [...verdict.inWindowsByFault].map(([kind, n]) => `${kind} ${n}`).join(", ") || "-",
   });
-  for (const found of verdict.breaks.slice(0, 10)) {
+  const shown = [...verdict.breaks.slice(0, 10), ...(args.verbose ? verdict.inWindowsFirst : [])];
+  for (const found of shown) {
     const fault = history.faults.findLast((f) => f.startedAt <= found.hold.at);
     const span = (hold: typeof found.hold) =>
       `${hold.mode}${hold.slot === undefined ? "" : ` slot ${hold.slot}`} ${hold.token} ` +
-      `${ms(hold.at)}-${ms(hold.end)} node ${nodeOf(hold.token)}`;
-    printRow(`  ${found.rule}`, {
+      `asked ${ms(hold.requestedAt)} held ${ms(hold.at)}-${ms(hold.end)} node ${nodeOf(hold.token)}`;
+    printRow(`  ${found.rule}${found.fault === undefined ? "" : " (in window)"}`, {
       key: found.hold.key,
       hold: span(found.hold),
       beside: span(found.other),

@@ -61,6 +61,8 @@ export interface HolderVerdict {
   readonly inWindows: Readonly<Record<RuleBreak["rule"], number>>;
   /** The same by the kind of fault whose window they fell in. */
   readonly inWindowsByFault: ReadonlyMap<FaultKind, number>;
+  /** The first few of them per fault kind, to look at (--verbose). */
+  readonly inWindowsFirst: readonly RuleBreak[];
   readonly holds: number;
 }
 
@@ -86,13 +88,16 @@ export function checkHolders(
   const breaks: RuleBreak[] = [];
   const inWindows = { "over-limit": 0, "slot-clash": 0, "not-alone": 0, "token-order": 0 };
   const inWindowsByFault = new Map<FaultKind, number>();
+  const inWindowsFirst: RuleBreak[] = [];
   const note = (rule: RuleBreak["rule"], hold: Hold, other: Hold, fault: Fault | undefined) => {
     if (fault === undefined) {
       breaks.push({ rule, hold, other, fault });
       return;
     }
     inWindows[rule]++;
-    inWindowsByFault.set(fault.kind, (inWindowsByFault.get(fault.kind) ?? 0) + 1);
+    const seen = inWindowsByFault.get(fault.kind) ?? 0;
+    if (seen < 5) inWindowsFirst.push({ rule, hold, other, fault });
+    inWindowsByFault.set(fault.kind, seen + 1);
   };
   const byKey = new Map<string, Hold[]>();
   // A grant that arrived after the client's own lease deadline held nothing.
@@ -106,7 +111,7 @@ export function checkHolders(
       note(rule, hold, other, exclusionWindow(hold.at));
     for (const [hold, other] of orderBreaks(mine)) note("token-order", hold, other, orderWindow(hold.at));
   }
-  return { breaks, inWindows, inWindowsByFault, holds: holds.length };
+  return { breaks, inWindows, inWindowsByFault, inWindowsFirst, holds: holds.length };
 }
 
 type Exclusion = Exclude<RuleBreak["rule"], "token-order">;

@@ -169,8 +169,7 @@ export class Workload {
       });
       const pausing = random() < pauseProbability;
       try {
-        if (pausing) await sleep(leaseMs + 300);
-        await this.#criticalSection(role, lock);
+        await this.#criticalSection(role, lock, pausing ? leaseMs + 300 : 0);
       } finally {
         this.#history.holds.push({
           key,
@@ -188,26 +187,33 @@ export class Workload {
     }
   }
 
-  /** What a holder does: fenced writes (per slot for a permit), fenced reads for a reader. */
-  async #criticalSection(role: Role, lock: Lock): Promise<void> {
-    if (role.mode === "shared") {
-      await this.#bounded("read", WRITE_BOUND_MS, () => this.#fencedRead(role.key, lock));
-    } else if (role.mode === "permit") {
-      const resource = slotResource(role.key, lock.slot!);
-      await this.#bounded("write", WRITE_BOUND_MS, () => this.#fencedWrite(resource, lock));
-    } else if (role.key === RW_KEY) {
-      await this.#bounded("write", WRITE_BOUND_MS, () => this.#fencedWrite(role.key, lock));
-    } else {
+  /**
+   * What a holder does, after pausing `pauseMs` first: fenced writes (per slot for a permit), fenced
+   * reads for a reader; on the exclusive keys, also the unfenced control write, counting the holder
+   * inside from before its pause.
+   */
+  async #criticalSection(role: Role, lock: Lock, pauseMs: number): Promise<void> {
+    const pause = () => (pauseMs > 0 ? sleep(pauseMs) : undefined);
+    if (role.mode === "exclusive" && role.key !== RW_KEY) {
       const inside = (this.#inside.get(role.key) ?? 0) + 1;
       this.#inside.set(role.key, inside);
       if (inside > 1) this.#history.overlaps++;
       try {
+        await pause();
         await this.#bounded("write", WRITE_BOUND_MS, () => this.#fencedWrite(role.key, lock));
         await this.#bounded("write", WRITE_BOUND_MS, () => this.#controlWrite(role.key));
       } finally {
         this.#inside.set(role.key, (this.#inside.get(role.key) ?? 1) - 1);
       }
+      return;
     }
+    await pause();
+    if (role.mode === "shared") {
+      await this.#bounded("read", WRITE_BOUND_MS, () => this.#fencedRead(role.key, lock));
+      return;
+    }
+    const resource = role.mode === "permit" ? slotResource(role.key, lock.slot!) : role.key;
+    await this.#bounded("write", WRITE_BOUND_MS, () => this.#fencedWrite(resource, lock));
   }
 
   async #probeLoop(client: LockClient): Promise<void> {
