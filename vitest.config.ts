@@ -6,7 +6,7 @@ const jsonReport = process.env.LOCK_TEST_REPORT;
 
 export default defineConfig({
   test: {
-    projects: ["packages/*", "apps/*", "examples/*"],
+    projects: ["packages/*", "apps/*", "examples/*", "bench"],
     // Suites start real lockd processes from apps/lockd/dist: build it once before any test.
     globalSetup: ["packages/testkit/src/global-setup.ts"],
     reporters: jsonReport ? ["default", ["json", { outputFile: jsonReport }]] : ["default"],

@@ -5,24 +5,39 @@ import { parseArgs } from "node:util";
 import { createFenceTable, postgresStore } from "@lock/fence/postgres";
 import { LockdCluster } from "@lock/testkit";
 import pg from "pg";
-import { check, type FaultKind, failuresByKind, History, outages, steadyGaps } from "./chaos-history.js";
+import {
+  check,
+  type FaultKind,
+  failuresByKind,
+  History,
+  nodeOf,
+  outages,
+  steadyGaps,
+} from "./chaos-history.js";
+import { checkHolders } from "./chaos-holders.js";
 import { FAULT_KINDS, MEASURED_ON_ANOTHER_NODE, Nemesis } from "./chaos-nemesis.js";
-import { seededRandom, Workload } from "./chaos-workers.js";
+import { RW_KEY, SEMAPHORE_KEY, seededRandom, Workload } from "./chaos-workers.js";
 import { percentile, printRow } from "./report.js";
 
 /**
  * Chaos run: a 3-node lockd cluster at default timing (100 ms heartbeats, 500 ms peer timeout),
  * workers doing acquire → fenced Postgres write → release while a nemesis stops, kills, restarts and
  * partitions nodes; then a checker over the recorded history and the outage per fault kind.
+ * Beside the exclusive keys, a semaphore key (permit workers, each writing fenced on its slot) and
+ * a read/write key (readers reading through fenceRead(), writers writing fenced).
  *
  *   pnpm bench:chaos [--seed N] [--duration SECONDS] [--workers N] [--keys N]
+ *                   [--permits N] [--permit-workers N] [--readers N] [--writers N]
  *   pnpm bench:chaos --ci       one seeded round of every fault kind (about a minute)
  *   --verbose                   also one line per fault: where its longest gap was, around which nodes,
  *                               and the nodes' log lines meanwhile; CHAOS_TRACE=<worker> prints that
  *                               worker's connection events (stderr)
  *
  * Exits 1 if the checker finds a duplicate token, a per-key token decrease outside the documented
- * two-active windows, a stale write accepted by the fence, or an operation that never settled.
+ * two-active windows, a stale write or read accepted by the fence, or an operation that never
+ * settled; or if the holder rules (chaos-holders.ts) find, outside the faults that do not promise
+ * mutual exclusion, more permit holders than permits, two live permits on one slot, an exclusive
+ * holder (a writer) beside any other, or tokens out of real-time order.
  * Pinning: lockd nodes on cpu 0, this process (workers, proxies) on cpu 1 (BENCH_NODE_CPUS and
  * BENCH_LOAD_CPUS override; "none" leaves them unpinned). Postgres is the machine's shared one.
  */
@@ -32,6 +47,10 @@ const { values: args } = parseArgs({
     duration: { type: "string" },
     workers: { type: "string" },
     keys: { type: "string" },
+    permits: { type: "string" },
+    "permit-workers": { type: "string" },
+    readers: { type: "string" },
+    writers: { type: "string" },
     ci: { type: "boolean", default: false },
     verbose: { type: "boolean", default: false },
   },
@@ -40,6 +59,12 @@ const seed = Number(args.seed ?? 1);
 const durationMs = Number(args.duration ?? (args.ci ? 60 : 600)) * 1_000;
 const workers = Number(args.workers ?? 36);
 const keys = Number(args.keys ?? 4);
+const modes = {
+  permits: Number(args.permits ?? 3),
+  permitWorkers: Number(args["permit-workers"] ?? 6),
+  readers: Number(args.readers ?? 6),
+  writers: Number(args.writers ?? 2),
+};
 const LEASE_MS = 1_000;
 const WAIT_MS = 5_000;
 const PAUSE_PROBABILITY = 0.002;
@@ -63,7 +88,8 @@ if (loadCpus !== undefined)
 
 console.log(
   `lockd chaos bench  node ${process.version}  ${new Date().toISOString()}  seed=${seed}  duration=${durationMs / 1000}s` +
-    `  workers=${workers}  keys=${keys}  lease=${LEASE_MS}ms  wait=${WAIT_MS}ms  pinning: nodes cpu ${nodeCpus ?? "-"}, load cpu ${loadCpus ?? "-"}`,
+    `  workers=${workers}  keys=${keys}  semaphore=${modes.permitWorkers} on ${modes.permits} permits` +
+    `  rw=${modes.readers} readers + ${modes.writers} writers  lease=${LEASE_MS}ms  wait=${WAIT_MS}ms  pinning: nodes cpu ${nodeCpus ?? "-"}, load cpu ${loadCpus ?? "-"}`,
 );
 
 const suffix = randomBytes(4).toString("hex");
@@ -109,6 +135,7 @@ try {
       pool,
       store: postgresStore({ pool, table: tables.fence }),
       tables,
+      modes,
     },
     history,
   );
@@ -236,5 +263,51 @@ function report(nemesis: Nemesis, log: Array<{ key: string; token: bigint }>, co
     lost_updates: ms(lostUpdates),
     faults_bite: history.overlaps > 0 || lostUpdates > 0 ? "yes" : "no",
   });
-  if (!verdict.ok) exitCode = 1;
+  if (!verdict.ok || !holderReport()) exitCode = 1;
+}
+
+/** The holder rules over every worker's holding spans (chaos-holders.ts); true if none broke. */
+function holderReport(): boolean {
+  const verdict = checkHolders(history.holds, history.faults, LEASE_MS);
+  const count = (key: string, mode?: string) =>
+    history.holds.filter((hold) => hold.key === key && (mode === undefined || hold.mode === mode)).length;
+  const broken = (rule: string) => verdict.breaks.filter((found) => found.rule === rule).length;
+  console.log(`\n# holder rules (each grant's span as its worker saw it; lease ${LEASE_MS} ms)`);
+  printRow("holds", {
+    all: ms(verdict.holds),
+    semaphore_permits: ms(count(SEMAPHORE_KEY)),
+    readers: ms(count(RW_KEY, "shared")),
+    writers: ms(count(RW_KEY, "exclusive")),
+    fenced_reads: ms(history.fencedReads),
+    stale_reads_refused: ms(history.staleReadsRefused),
+  });
+  printRow("violations", {
+    over_permits: ms(broken("over-limit")),
+    slot_clashes: ms(broken("slot-clash")),
+    exclusive_not_alone: ms(broken("not-alone")),
+    token_order: ms(broken("token-order")),
+    stale_reads_accepted: ms(history.staleReadsAccepted),
+    ok: verdict.breaks.length === 0 ? "yes" : "NO",
+  });
+  printRow("inside failover windows (not promised)", {
+    over_permits: ms(verdict.inWindows["over-limit"]),
+    slot_clashes: ms(verdict.inWindows["slot-clash"]),
+    exclusive_not_alone: ms(verdict.inWindows["not-alone"]),
+    token_order_two_actives: ms(verdict.inWindows["token-order"]),
+    by_fault: [...verdict.inWindowsByFault].map(([kind, n]) => `${kind} ${n}`).join(", ") || "-",
+  });
+  const shown = [...verdict.breaks.slice(0, 10), ...(args.verbose ? verdict.inWindowsFirst : [])];
+  for (const found of shown) {
+    const fault = history.faults.findLast((f) => f.startedAt <= found.hold.at);
+    const span = (hold: typeof found.hold) =>
+      `${hold.mode}${hold.slot === undefined ? "" : ` slot ${hold.slot}`} ${hold.token} ` +
+      `asked ${ms(hold.requestedAt)} held ${ms(hold.at)}-${ms(hold.end)} node ${nodeOf(hold.token)}`;
+    printRow(`  ${found.rule}${found.fault === undefined ? "" : " (in window)"}`, {
+      key: found.hold.key,
+      hold: span(found.hold),
+      beside: span(found.other),
+      after: fault === undefined ? "-" : `${fault.kind}@${ms(fault.startedAt)}`,
+    });
+  }
+  return verdict.breaks.length === 0;
 }

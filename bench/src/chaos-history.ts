@@ -2,6 +2,7 @@
  * What a chaos run records, and the checker that judges it. Pure: the run fills a History, the
  * checker reads it. Times are monotonic ms (`performance.now()`) of the bench process.
  */
+import type { Hold } from "./chaos-holders.js";
 
 /** A grant as the worker saw it when `acquire` resolved. */
 export interface Grant {
@@ -10,6 +11,11 @@ export interface Grant {
   readonly token: bigint;
   /** The node that issued it: the node id in the token's epoch (`epoch = round × 256 + node id`). */
   readonly node: number;
+  /**
+   * A key held by several at once (readers, permits): grants of one moment may arrive in any order,
+   * so its tokens are judged in real-time order (chaos-holders.ts), not in order of arrival.
+   */
+  readonly sharedKey?: true;
 }
 
 /** One injected fault: from injection to the cluster being back in its steady state. */
@@ -40,11 +46,13 @@ export type FaultKind =
 export interface Failure {
   readonly at: number;
   readonly code: string;
-  readonly op: "acquire" | "write" | "release";
+  readonly op: "acquire" | "write" | "read" | "release";
 }
 
 export class History {
   readonly grants: Grant[] = [];
+  /** Every worker's holding span, for the holder rules (chaos-holders.ts). */
+  readonly holds: Hold[] = [];
   readonly faults: Fault[] = [];
   readonly failures: Failure[] = [];
   /** Operations that did not settle within their bound (still counted if they settled later). */
@@ -52,6 +60,11 @@ export class History {
   /** Fenced writes the fence refused as stale (a holder that paused past its lease, say). */
   staleRefused = 0;
   fencedWrites = 0;
+  /** Reads through fenceRead() (readers of the read/write key): accepted, refused as stale. */
+  fencedReads = 0;
+  staleReadsRefused = 0;
+  /** Accepted reads that saw a write with a higher token than the reader's: the read rule failed. */
+  staleReadsAccepted = 0;
   /** Critical sections entered while another worker was inside for the same key (unfenced view). */
   overlaps = 0;
   controlIncrements = 0;
@@ -70,6 +83,7 @@ export interface Verdict {
   readonly decreasingInWindows: number;
   readonly hung: number;
   readonly staleAccepted: number;
+  readonly staleReadsAccepted: number;
   readonly ok: boolean;
   /** The decreases outside the windows, for the report: the earlier grant and the later one. */
   readonly decreases: ReadonlyArray<readonly [Grant, Grant]>;
@@ -97,6 +111,7 @@ export function check(history: History, fencedLog: ReadonlyArray<{ key: string; 
   const decreases: Array<readonly [Grant, Grant]> = [];
   const lastByKey = new Map<string, Grant>();
   for (const grant of [...history.grants].sort((a, b) => a.at - b.at)) {
+    if (grant.sharedKey) continue;
     const last = lastByKey.get(grant.key);
     if (last !== undefined && grant.token < last.token) {
       if (inWindow(grant.at) || inWindow(last.at)) decreasingInWindows++;
@@ -120,8 +135,14 @@ export function check(history: History, fencedLog: ReadonlyArray<{ key: string; 
     decreasingInWindows,
     hung: history.hung,
     staleAccepted,
+    staleReadsAccepted: history.staleReadsAccepted,
     decreases,
-    ok: duplicateTokens === 0 && decreasing === 0 && history.hung === 0 && staleAccepted === 0,
+    ok:
+      duplicateTokens === 0 &&
+      decreasing === 0 &&
+      history.hung === 0 &&
+      staleAccepted === 0 &&
+      history.staleReadsAccepted === 0,
   };
 }
 

@@ -1,16 +1,6 @@
-import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { percentile, printRow } from "./report.js";
-import {
-  BENCH_DIST,
-  firstJsonLine,
-  freePort,
-  runLoad,
-  type Served,
-  spawnPinned,
-  startLockd,
-} from "./spawn.js";
+import { BENCH_DIST, firstJsonLine, runLoad, spawnPinned, startLockd, startRedis } from "./spawn.js";
 
 /**
  * @lock/client against the baseline a Node user would otherwise pick: ioredis against Redis, with the
@@ -42,22 +32,6 @@ interface ClientLoad {
 }
 
 type Target = "lockd" | "redis";
-
-/** A dedicated redis-server, pinned like lockd; the system Redis on 6379 is shared, so not that. */
-async function startRedis(cpus: string): Promise<Served> {
-  const port = await freePort();
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
-  const child = spawn("taskset", ["-c", cpus, "redis-server", ...args], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  await new Promise<void>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on("line", (line) => {
-      if (line.includes("Ready to accept connections")) resolve();
-    });
-    child.once("exit", (code) => reject(new Error(`redis-server exited (${code}); is it installed?`)));
-  });
-  return { port, child, stop: () => child.kill("SIGKILL") };
-}
 
 async function run(
   target: Target,

@@ -1,4 +1,5 @@
-import { LockClient } from "@lock/client";
+import { pathToFileURL } from "node:url";
+import type { LockClient } from "@lock/client";
 import { measurementWindow, percentile } from "./report.js";
 
 /**
@@ -17,6 +18,8 @@ interface Options {
   port: number;
   inflight: number;
   durationMs: number;
+  /** Another build's @lock/client (its packages/client/dist/index.js), for bench/src/builds-bench.ts. */
+  clientModule?: string;
 }
 
 const options = JSON.parse(process.argv[2] ?? "{}") as Options;
@@ -32,7 +35,10 @@ interface Locker {
 }
 
 async function lockdLocker(port: number): Promise<Locker> {
-  const client = new LockClient({ servers: [`127.0.0.1:${port}`] });
+  const { LockClient: Client } = (await import(
+    options.clientModule === undefined ? "@lock/client" : pathToFileURL(options.clientModule).href
+  )) as typeof import("@lock/client");
+  const client = new Client({ servers: [`127.0.0.1:${port}`] });
   await new Promise<void>((resolve) => client.once("connect", () => resolve()));
   return {
     acquire: (key) => client.acquire(key, { leaseMs: LEASE_MS }),

@@ -53,7 +53,9 @@ async function openConnection(index: number): Promise<void> {
   const acquire = (slot: number) => {
     const key = keyFor(slot);
     sentAt.set(`${key} ${slot}`, performance.now());
-    send(`A ${key} 30 0 r${slot}\n`);
+    // Contenders on one key need ids of their own: lockd answers an acquire whose id matches the
+    // holder's with that grant (a retry), and the release from another connection is then refused.
+    send(options.mode === "contend" ? `A ${key} 30 0 r${slot}-${index}\n` : `A ${key} 30 0 r${slot}\n`);
   };
   let rest = "";
   socket.on("data", (chunk: string) => {
@@ -65,7 +67,7 @@ async function openConnection(index: number): Promise<void> {
       const fields = line.split(" ");
       if (fields[0] === "A") {
         const key = fields[1]!;
-        const slot = Number((fields[3] ?? "r0").slice(1));
+        const slot = Number.parseInt((fields[3] ?? "r0").slice(1), 10);
         const sent = `${key} ${slot}`;
         const began = sentAt.get(sent);
         sentAt.delete(sent);

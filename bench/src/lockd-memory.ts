@@ -12,7 +12,8 @@ import { startLockd } from "./spawn.js";
  * the figure includes whatever young garbage was left (a few MiB at most: under 10 B per lock at a
  * million locks); it is an upper bound, which is what a capacity plan wants.
  */
-const KEYS = Number(process.env.BENCH_MEMORY_KEYS ?? 1_000_000);
+export const MEMORY_KEYS = Number(process.env.BENCH_MEMORY_KEYS ?? 1_000_000);
+const KEYS = MEMORY_KEYS;
 const BATCH = 10_000;
 
 function rssBytes(pid: number): number {
@@ -40,15 +41,17 @@ function exchange(socket: Socket, lines: string[]): Promise<void> {
   });
 }
 
-export async function lockdMemory(): Promise<void> {
-  console.log(`\n# memory of a lockd process holding ${KEYS.toLocaleString("en-US")} locks (lockd on cpu 0)`);
+/** Prints and returns the RSS bytes per held lock; `main` measures another build's lockd. */
+export async function lockdMemory(main?: string): Promise<number> {
+  console.log(
+    `\n# memory of a lockd process holding ${KEYS.toLocaleString("en-US")} locks (lockd on cpu 0)${main ? ` ${main}` : ""}`,
+  );
   // One connection holds every key: lift the per-connection quota (default 100000) with the table.
-  const served = await startLockd("0", [
-    "--max-keys",
-    String(KEYS + BATCH),
-    "--max-connection-keys",
-    String(KEYS + BATCH),
-  ]);
+  const served = await startLockd(
+    "0",
+    ["--max-keys", String(KEYS + BATCH), "--max-connection-keys", String(KEYS + BATCH)],
+    main,
+  );
   const socket = connect(served.port, "127.0.0.1");
   try {
     await new Promise((resolve) => socket.once("connect", resolve));
@@ -69,6 +72,7 @@ export async function lockdMemory(): Promise<void> {
       rss_bytes_per_lock: (after - before) / KEYS,
       rss_mib: after / 2 ** 20,
     });
+    return (after - before) / KEYS;
   } finally {
     socket.destroy();
     served.stop();

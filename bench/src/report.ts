@@ -1,4 +1,5 @@
 /** Small shared helpers for benchmark output: every bench prints plain, greppable lines. */
+import { loadavg } from "node:os";
 
 export function formatRate(perSecond: number): string {
   return `${Math.round(perSecond).toLocaleString("en-US")}/s`;
@@ -37,4 +38,25 @@ export async function measurementWindow(
   await new Promise((resolve) => setTimeout(resolve, durationMs));
   measuring(false);
   return (performance.now() - started) / 1000;
+}
+
+/**
+ * Jain's fairness index of per-contender counts: (Σx)² / (n·Σx²). 1 when every contender got the
+ * same share, 1/n when one got everything; NaN when nobody got anything.
+ */
+export function jainIndex(counts: readonly number[]): number {
+  let sum = 0;
+  let squares = 0;
+  for (const count of counts) {
+    sum += count;
+    squares += count * count;
+  }
+  return squares === 0 ? Number.NaN : (sum * sum) / (counts.length * squares);
+}
+
+/** The machine's load averages (1, 5, 15 min), to print beside every figure on a shared machine. */
+export function loadLine(): string {
+  return loadavg()
+    .map((load) => load.toFixed(2))
+    .join(" ");
 }

@@ -10,6 +10,7 @@ const BENCHES: readonly string[] = [
   "server-bench.js",
   "fence-bench.js",
   "client-bench.js",
+  "modes-bench.js",
   "cluster-bench.js",
   "locks-bench.js",
 ];

@@ -44,9 +44,14 @@ export interface Served {
   stop(): void;
 }
 
-export async function startLockd(cpus: string | undefined, extra: string[] = []): Promise<Served> {
+/** A lockd pinned to `cpus`; `main` runs another build's lockd (its apps/lockd/dist/main.js). */
+export async function startLockd(
+  cpus: string | undefined,
+  extra: string[] = [],
+  main: string = LOCKD_MAIN,
+): Promise<Served> {
   const dataDir = mkdtempSync(join(tmpdir(), "lockd-bench-"));
-  const child = spawnPinned(cpus, [LOCKD_MAIN, "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...extra]);
+  const child = spawnPinned(cpus, [main, "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...extra]);
   const ready = await firstJsonLine<{ port: number; adminPort: number | null }>(
     child,
     (v) => v.msg === "lockd ready",
@@ -57,6 +62,22 @@ export async function startLockd(cpus: string | undefined, extra: string[] = [])
     child,
     stop: () => child.kill("SIGKILL"),
   };
+}
+
+/** A dedicated redis-server, pinned like lockd; the system Redis on 6379 is shared, so not that. */
+export async function startRedis(cpus: string): Promise<Served> {
+  const port = await freePort();
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+  const child = spawn("taskset", ["-c", cpus, "redis-server", ...args], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      if (line.includes("Ready to accept connections")) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`redis-server exited (${code}); is it installed?`)));
+  });
+  return { port, child, stop: () => child.kill("SIGKILL") };
 }
 
 export async function startEchoServer(cpus: string | undefined): Promise<Served> {
