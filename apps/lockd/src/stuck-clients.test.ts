@@ -84,7 +84,10 @@ describe("clients that send and never read", () => {
     );
     // At most the 1 MiB mark plus one turn (1024 replies of ~150 bytes) each.
     expect(unsent).toBeLessThanOrEqual(STUCK * 1.25 * MIB);
-    expect(grown).toBeLessThan(STUCK * 3 * MIB);
+    // RSS also holds garbage no major GC has collected yet, and how much depends on the Node major:
+    // one CI run, 107 MiB unsent each time, grew +167 MiB on Node 22, +329 on 24, +256 on 26. Before
+    // the output cap the same load took lockd past 650 MiB in 20 s, and on.
+    expect(grown).toBeLessThan(STUCK * 4 * MIB);
     for (const socket of stuck) socket.destroy();
     await expect.poll(() => metric(server, "lockd_connections"), { timeout: 10_000 }).toBe(1);
     expect(await metric(server, "lockd_unsent_bytes")).toBe(0);
