@@ -14,6 +14,7 @@ import {
   type ClusterEvents,
   type ClusterNode,
   type ClusterTiming,
+  type CoordinationOptions,
   createClusterNode,
   DEFAULT_CLUSTER_TIMING,
   PeerKey,
@@ -90,6 +91,11 @@ export interface LockClusterOptions {
   readonly events?: Partial<ClusterEvents>;
   /** TLS options for dialling peers (e.g. `ca`), when the cluster runs TLS. */
   readonly tls?: ConnectionOptions;
+  /**
+   * With a coordination store (`lockd --coordinator`): a node is the active only while it holds
+   * the cluster's ownership lease there, and takes its epochs from the store's counter.
+   */
+  readonly coordination?: CoordinationOptions;
 }
 
 export const DEFAULT_PORT = 7420;
@@ -396,6 +402,7 @@ function buildNode(
         maxBufferedBytes: PEER_MAX_BUFFERED_BYTES,
       }),
       handoffTimeoutMs: cluster.handoffTimeoutMs ?? 2_000,
+      ...(cluster.coordination ? { coordination: cluster.coordination } : {}),
     },
     hooks: {
       redirectPending: (address) => {
