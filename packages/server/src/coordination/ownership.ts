@@ -1,6 +1,6 @@
 import type { Timer, TimerQueue } from "@lock/deadline-heap";
 import type { Clock } from "../engine/clock.js";
-import type { CoordinationStore, OwnershipLease } from "./store.js";
+import type { CoordinationStore, LeaseInfo, OwnershipLease } from "./store.js";
 
 /** Defaults for `--coordinator-lease` and the margin (docs/operations.md, "With a coordinator"). */
 export const DEFAULT_OWNERSHIP_LEASE_MS = 2_000;
@@ -40,6 +40,21 @@ export interface OwnershipEvents {
 /** The name a process holds its cluster's lease under: its address and a random incarnation. */
 export function ownershipHolder(address: string, incarnation: string): string {
   return `${address} ${incarnation}`;
+}
+
+export interface OwnershipStatus {
+  readonly store: string;
+  readonly cluster: string;
+  /** This process's holder name. */
+  readonly holder: string;
+  /** This node holds the lease (it may have lapsed by its clock while renewals fail). */
+  readonly held: boolean;
+  /** It may grant: the lease is valid by this node's clock with the margin. */
+  readonly valid: boolean;
+  readonly validForMs: number;
+  readonly leaseMs: number;
+  readonly lastEpoch: bigint | undefined;
+  readonly storeCalls: number;
 }
 
 /** What `acquire` got: the lease and a fresh epoch, or the holder that has the lease. */
@@ -171,6 +186,27 @@ export class Ownership {
   close(): void {
     this.#generation += 1;
     this.#dropLease();
+  }
+
+  /** What operators see (/status): the store, this node's lease and the last epoch taken. */
+  status(now = this.#options.clock.now()): OwnershipStatus {
+    return {
+      store: this.#options.store.description,
+      cluster: this.#options.cluster,
+      holder: this.#options.holder,
+      held: this.held,
+      valid: this.valid(now),
+      validForMs: this.remainingMs(now),
+      leaseMs: this.#options.leaseMs,
+      lastEpoch: this.lastEpoch,
+      storeCalls: this.storeCalls,
+    };
+  }
+
+  /** Who holds the lease by the store (one store call; /status asks, never the data path). */
+  readHolder(): Promise<LeaseInfo | undefined> {
+    this.storeCalls += 1;
+    return this.#options.store.readLease(this.#options.cluster);
   }
 
   #dropLease(): void {
