@@ -385,7 +385,8 @@ function buildNode(
     return { node: new LockNode({ ...node, ...(options.journal ? { journal: options.journal } : {}) }) };
   const timing = { ...DEFAULT_CLUSTER_TIMING, ...cluster.timing };
   // Undefined: an empty key, so anyone who reaches the port can join (lockd: only with --insecure).
-  const key = new PeerKey(cluster.peerToken);
+  const coordination = cluster.coordination;
+  const key = new PeerKey(cluster.peerToken, undefined, coordination?.cluster);
   return createClusterNode({
     node,
     cluster: {

@@ -194,7 +194,11 @@ export class SimNode implements Host {
     // The handshake runs in full (with an empty key unless a mutation sets one), its nonces drawn
     // from a counter so that a seed replays exactly.
     let nonces = 0;
-    const key = new PeerKey(config.peerToken, () => (nonces++).toString(16).padStart(64, "0"));
+    const key = new PeerKey(
+      config.peerToken,
+      () => (nonces++).toString(16).padStart(64, "0"),
+      config.coordination ? SIM_CLUSTER : undefined,
+    );
     const { node: lock, cluster } = createClusterNode({
       node: {
         dataDir: undefined,
