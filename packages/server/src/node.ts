@@ -376,8 +376,7 @@ export class LockNode {
   /** Cluster: stops granting (see the class comment) until `endHold(reason)`; holds nest by reason. */
   hold(reason: HoldReason): void {
     this.#holds.add(reason);
-    this.#timer.stop();
-    this.#wasServing = false;
+    this.#servingChanged();
   }
 
   endHold(reason: HoldReason): void {
@@ -424,6 +423,7 @@ export class LockNode {
 
   #servingChanged(): void {
     const serving = this.serving;
+    this.#engine.setGranting(serving);
     if (serving) this.#timer.start();
     else this.#timer.stop();
     if (serving && !this.#wasServing) this.#hooks.serving?.();
