@@ -65,6 +65,17 @@ describe("LockEngine lock modes", () => {
     expect(granted.map((g) => g.payload)).toEqual(["r2"]);
   });
 
+  it("never grants a closed connection's own waiter when its waiter at the head leaves with it", () => {
+    const { engine, granted, acquire } = setup();
+    acquire("r1", SHARED);
+    const leaving = engine.openSession();
+    engine.acquire(leaving, { key: "k", leaseMs: 1000, waitMs: 5000, payload: "w", mode: EXCLUSIVE });
+    engine.acquire(leaving, { key: "k", leaseMs: 1000, waitMs: 5000, payload: "r2", mode: SHARED });
+    expect(engine.closeSession(leaving)).toBe(2);
+    expect(granted).toEqual([]);
+    expect(engine.holdersOf("k").length).toBe(1);
+  });
+
   it("grants every consecutive reader at the head at once, and stops at the next writer", () => {
     const { engine, granted, acquire } = setup();
     const w = tokenOf(acquire("w1"));
