@@ -1,3 +1,12 @@
+export { MemoryCoordinationStore } from "./coordination/memory-store.js";
+export type {
+  CoordinationStore,
+  LeaseInfo,
+  LeaseOutcome,
+  OwnershipLease,
+  VersionedDocument,
+} from "./coordination/store.js";
+export { CoordinatorUnavailableError } from "./coordination/store.js";
 export type {
   AcquireInput,
   AcquireOutcome,
