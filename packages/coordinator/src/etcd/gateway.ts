@@ -8,6 +8,15 @@ export interface EtcdTls {
   readonly key?: Buffer | undefined;
 }
 
+/** A key-value as the gateway shows it (int64 as decimal strings, bytes as base64). */
+export interface KeyValue {
+  readonly key?: string;
+  readonly value?: string;
+  readonly mod_revision?: string;
+  readonly create_revision?: string;
+  readonly lease?: string;
+}
+
 export interface EtcdGatewayOptions {
   /** `host:port` of each member; calls go to the last one that answered, then to the next. */
   readonly endpoints: readonly string[];

@@ -7,7 +7,14 @@ import type {
 } from "@lock/server";
 import { DEFAULT_CALL_TIMEOUT_MS, withDeadline } from "../deadline.js";
 import { unavailable } from "../errors.js";
-import { base64, EtcdGateway, type EtcdGatewayOptions, fromBase64, isNotFound } from "./gateway.js";
+import {
+  base64,
+  EtcdGateway,
+  type EtcdGatewayOptions,
+  fromBase64,
+  isNotFound,
+  type KeyValue,
+} from "./gateway.js";
 import { DocumentWatch } from "./watch.js";
 
 export interface EtcdStoreOptions extends EtcdGatewayOptions {
@@ -19,14 +26,6 @@ export interface EtcdStoreOptions extends EtcdGatewayOptions {
   readonly description?: string | undefined;
 }
 
-/** A key-value as the gateway shows it (int64 as decimal strings, bytes as base64). */
-export interface KeyValue {
-  readonly key?: string;
-  readonly value?: string;
-  readonly mod_revision?: string;
-  readonly create_revision?: string;
-  readonly lease?: string;
-}
 interface RangeAnswer {
   readonly header?: { readonly revision?: string };
   readonly kvs?: readonly KeyValue[];
@@ -160,14 +159,14 @@ export class EtcdCoordinationStore implements CoordinationStore {
 
   readDocument(name: string): Promise<VersionedDocument | undefined> {
     return this.#call("readDocument", async (deadline) => {
-      const current = (await this.#range(this.documentKey(name), deadline))[0];
+      const current = (await this.#range(this.#documentKey(name), deadline))[0];
       return current && { value: fromBase64(current.value), version: BigInt(current.mod_revision ?? "0") };
     });
   }
 
   writeDocument(name: string, value: string, expectedVersion: bigint): Promise<bigint | undefined> {
     return this.#call("writeDocument", async (deadline) => {
-      const key = this.documentKey(name);
+      const key = this.#documentKey(name);
       const unchanged =
         expectedVersion === 0n
           ? { key, target: "CREATE", create_revision: "0" }
@@ -182,7 +181,7 @@ export class EtcdCoordinationStore implements CoordinationStore {
   }
 
   watchDocument(name: string, onChange: (document: VersionedDocument | undefined) => void): () => void {
-    const watch = new DocumentWatch(this.#gateway, this.documentKey(name), this.#timeoutMs, onChange);
+    const watch = new DocumentWatch(this.#gateway, this.#documentKey(name), this.#timeoutMs, onChange);
     this.#watches.add(watch);
     watch.start();
     return () => {
@@ -198,8 +197,7 @@ export class EtcdCoordinationStore implements CoordinationStore {
     return Promise.resolve();
   }
 
-  /** The base64 key of document `name` (exposed for the watch). */
-  documentKey(name: string): string {
+  #documentKey(name: string): string {
     return base64(`${this.#prefix}doc/${name}`);
   }
 

@@ -1,6 +1,5 @@
 import type { VersionedDocument } from "@lock/server";
-import { type EtcdGateway, fromBase64 } from "./gateway.js";
-import type { KeyValue } from "./store.js";
+import { type EtcdGateway, fromBase64, type KeyValue } from "./gateway.js";
 
 interface WatchMessage {
   readonly result?: {
