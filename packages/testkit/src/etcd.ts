@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
+import https from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,8 +20,18 @@ export interface EtcdMember {
 export interface EtcdClusterOptions {
   /** Members (default 1). */
   readonly members?: number;
-  /** How long to wait for the cluster to serve (default 20 s). */
+  /** How long to wait for the cluster to serve (default 15 s, under vitest's hook timeout). */
   readonly readyTimeoutMs?: number;
+  /**
+   * Serve clients over HTTPS with this certificate (a self-signed one is its own CA), and require
+   * client certificates signed by it.
+   */
+  readonly tls?: {
+    readonly certPath: string;
+    readonly keyPath: string;
+    readonly cert: Buffer;
+    readonly key: Buffer;
+  };
 }
 
 /**
@@ -42,13 +54,44 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-async function getJson(endpoint: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const response = await fetch(`http://${endpoint}${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(1000),
+/** Every member still running, killed when the test process exits however it exits (no orphans). */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+type Tls = EtcdClusterOptions["tls"];
+
+function getJson(tls: Tls, endpoint: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const [host, port] = endpoint.split(":");
+  return new Promise((resolve, reject) => {
+    const options = {
+      host,
+      port: Number(port),
+      path,
+      method: body === undefined ? "GET" : "POST",
+      timeout: 1000,
+    };
+    const onResponse = (response: http.IncomingMessage) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (text += chunk));
+      response.on("end", () => {
+        try {
+          resolve(JSON.parse(text) as Record<string, unknown>);
+        } catch (error) {
+          reject(error);
+        }
+      });
+      response.on("error", reject);
+    };
+    const request = tls
+      ? https.request({ ...options, ca: tls.cert, cert: tls.cert, key: tls.key }, onResponse)
+      : http.request(options, onResponse);
+    request.on("timeout", () => request.destroy(new Error("no answer")));
+    request.on("error", reject);
+    request.end(body === undefined ? undefined : JSON.stringify(body));
   });
-  return (await response.json()) as Record<string, unknown>;
 }
 
 /**
@@ -59,10 +102,12 @@ async function getJson(endpoint: string, path: string, body?: unknown): Promise<
 export class EtcdCluster {
   readonly members: EtcdMember[];
   readonly #dataDir: string;
+  readonly #tls: Tls;
 
-  private constructor(members: EtcdMember[], dataDir: string) {
+  private constructor(members: EtcdMember[], dataDir: string, tls: Tls) {
     this.members = members;
     this.#dataDir = dataDir;
+    this.#tls = tls;
   }
 
   static async start(options: EtcdClusterOptions = {}): Promise<EtcdCluster> {
@@ -77,7 +122,18 @@ export class EtcdCluster {
       .map((member) => `${member.name}=http://127.0.0.1:${member.peerPort}`)
       .join(",");
     const members = plan.map(({ name, clientPort, peerPort }): EtcdMember => {
-      const clientUrl = `http://127.0.0.1:${clientPort}`;
+      const clientUrl = `${options.tls ? "https" : "http"}://127.0.0.1:${clientPort}`;
+      const tlsFlags = options.tls
+        ? [
+            "--cert-file",
+            options.tls.certPath,
+            "--key-file",
+            options.tls.keyPath,
+            "--trusted-ca-file",
+            options.tls.certPath,
+            "--client-cert-auth",
+          ]
+        : [];
       const peerUrl = `http://127.0.0.1:${peerPort}`;
       // biome-ignore format: one flag and its value a line
       const child = spawn("etcd", [
@@ -94,6 +150,7 @@ export class EtcdCluster {
         "--election-timeout", String(ELECTION_TIMEOUT_MS),
         "--log-level", "error",
         "--logger", "zap",
+        ...tlsFlags,
       ], { stdio: ["ignore", "pipe", "pipe"] });
       const output: string[] = [];
       const keep = (chunk: Buffer) => {
@@ -102,13 +159,19 @@ export class EtcdCluster {
       };
       child.stdout!.on("data", keep);
       child.stderr!.on("data", keep);
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      running.add(child);
+      const exited = new Promise<void>((resolve) =>
+        child.once("exit", () => {
+          running.delete(child);
+          resolve();
+        }),
+      );
       child.once("error", (error) => output.push(String(error)));
       return { name, endpoint: `127.0.0.1:${clientPort}`, child, exited, output };
     });
-    const cluster = new EtcdCluster(members, dataDir);
+    const cluster = new EtcdCluster(members, dataDir, options.tls);
     try {
-      await cluster.#waitHealthy(options.readyTimeoutMs ?? 20_000);
+      await cluster.#waitHealthy(options.readyTimeoutMs ?? 15_000);
     } catch (error) {
       await cluster.dispose();
       throw error;
@@ -125,7 +188,7 @@ export class EtcdCluster {
   async leader(): Promise<EtcdMember> {
     for (const member of this.#alive()) {
       try {
-        const status = await getJson(member.endpoint, "/v3/maintenance/status", {});
+        const status = await getJson(this.#tls, member.endpoint, "/v3/maintenance/status", {});
         const header = status.header as { member_id?: string } | undefined;
         if (status.leader !== undefined && status.leader === header?.member_id) return member;
       } catch {
@@ -167,7 +230,7 @@ export class EtcdCluster {
             `etcd ${member.name} exited with ${member.child.exitCode}:\n${member.output.join("")}`,
           );
         }
-        const health = await getJson(member.endpoint, "/health").catch(() => undefined);
+        const health = await getJson(this.#tls, member.endpoint, "/health").catch(() => undefined);
         if (health?.health === "true") pending.delete(member);
       }
       if (pending.size === 0) return;

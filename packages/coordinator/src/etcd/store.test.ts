@@ -1,7 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { EtcdCluster } from "@lock/testkit";
+import type { VersionedDocument } from "@lock/server";
+import { EtcdCluster, selfSignedCertificate } from "@lock/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { describeCoordinationContract, takeEpochOnceBack } from "../contract.test.support.js";
+import { describeCoordinationContract, eventually, takeEpochOnceBack } from "../contract.test.support.js";
+import { CoordinatorUnavailableError } from "../errors.js";
+import { openCoordinationStore } from "../open.js";
+import { EtcdGateway } from "./gateway.js";
 import { EtcdCoordinationStore } from "./store.js";
 
 let single: EtcdCluster;
@@ -28,7 +32,7 @@ describe("etcd: a 3-member cluster", () => {
     await cluster?.dispose();
   });
 
-  it("keeps taking epochs and renewing the lease after its leader is killed", async () => {
+  it("keeps taking epochs, renewing the lease and watching after its leader is killed", async () => {
     // The leader first: the store talks to it until it dies, then must move on.
     const leader = await cluster.leader();
     const endpoints = [
@@ -40,14 +44,67 @@ describe("etcd: a 3-member cluster", () => {
       const before = await store.takeEpoch(0n);
       const outcome = await store.acquireLease("c", "A", 10_000);
       if (!outcome.held) throw new Error("no lease");
+      const seen: Array<VersionedDocument | undefined> = [];
+      const stop = store.watchDocument("slots", (document) => seen.push(document));
+      await eventually(() => seen.length === 1, 5000, "the initial state");
       await cluster.kill(leader);
       // During the election (about one election timeout) a call may fail; then every call works.
       const after = await takeEpochOnceBack(store, 10_000);
       expect(after).toBeGreaterThan(before);
       expect(await store.renewLease(outcome.lease)).toEqual({ held: true, lease: outcome.lease });
       expect((await cluster.leader()).name).not.toBe(leader.name);
+      // The watch's stream was on the dead member: it reads and watches again on a living one.
+      const version = await store.writeDocument("slots", "after", 0n);
+      await eventually(() => seen.at(-1)?.version === version, 5000, "the change after the leader died");
+      stop();
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe("etcd: TLS and authentication", () => {
+  it("talks HTTPS with a client certificate (etcds://?ca=&cert=&key=)", async () => {
+    const certificate = selfSignedCertificate();
+    await using cluster = await EtcdCluster.start({ tls: certificate });
+    const { certPath, keyPath } = certificate;
+    const url = `etcds://${cluster.endpoints[0]}/tls?ca=${certPath}&cert=${certPath}&key=${keyPath}`;
+    const store = openCoordinationStore(url, { env: {} });
+    const untrusted = openCoordinationStore(`etcds://${cluster.endpoints[0]}/tls`, {
+      env: {},
+      callTimeoutMs: 500,
+    });
+    try {
+      expect(await store.takeEpoch(0n)).toBe(1n);
+      await expect(untrusted.readEpoch()).rejects.toBeInstanceOf(CoordinatorUnavailableError);
+    } finally {
+      await Promise.all([store.close(), untrusted.close()]);
+      certificate.dispose();
+    }
+  });
+
+  it("authenticates as an etcd user, with the password from a file", async () => {
+    await using cluster = await EtcdCluster.start();
+    const password = randomUUID();
+    const admin = new EtcdGateway({ endpoints: cluster.endpoints });
+    const deadline = Date.now() + 5000;
+    await admin.call("/v3/auth/role/add", { name: "root" }, deadline);
+    await admin.call("/v3/auth/user/add", { name: "root", password }, deadline);
+    await admin.call("/v3/auth/user/grant", { user: "root", role: "root" }, deadline);
+    await admin.call("/v3/auth/enable", {}, deadline);
+    admin.close();
+    const env = { LOCKD_COORDINATOR_PASSWORD_FILE: "/run/secrets/etcd" };
+    const store = openCoordinationStore(`etcd://root@${cluster.endpoints[0]}/auth`, {
+      env,
+      readFile: () => Buffer.from(`${password}\n`),
+    });
+    const anonymous = openCoordinationStore(`etcd://${cluster.endpoints[0]}/auth`, { env: {} });
+    try {
+      expect(await store.takeEpoch(0n)).toBe(1n);
+      expect(await store.acquireLease("c", "A", 2000)).toMatchObject({ held: true });
+      await expect(anonymous.readEpoch()).rejects.toBeInstanceOf(CoordinatorUnavailableError);
+    } finally {
+      await Promise.all([store.close(), anonymous.close()]);
     }
   });
 });
