@@ -90,7 +90,7 @@ describe("close()", () => {
   });
 
   it.each(["etcd", "postgres"])(
-    "leaves nothing open: a process that used a %s store exits by itself",
+    "leaves nothing open: a process that used the %s store exits by itself",
     async (kind) => {
       const url =
         kind === "etcd"

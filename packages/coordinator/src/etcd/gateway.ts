@@ -99,6 +99,7 @@ export class EtcdGateway {
   stream(
     path: string,
     body: unknown,
+    connectTimeoutMs: number,
     onMessage: (message: unknown) => void,
     onEnd: (error?: Error) => void,
   ): () => void {
@@ -110,6 +111,8 @@ export class EtcdGateway {
       onEnd(error);
     };
     const request = this.#request(endpoint, path, this.#headers(endpoint), (response) => {
+      // A watch may stay silent for hours: only the wait for its answer is bounded.
+      request.setTimeout(0);
       if (response.statusCode !== 200) {
         response.resume();
         this.#preferred = (this.#preferred + 1) % this.#endpoints.length;
@@ -123,12 +126,24 @@ export class EtcdGateway {
         for (let newline = buffered.indexOf("\n"); newline >= 0; newline = buffered.indexOf("\n")) {
           const line = buffered.slice(0, newline).trim();
           buffered = buffered.slice(newline + 1);
-          if (line !== "") onMessage(JSON.parse(line));
+          if (line === "") continue;
+          let message: unknown;
+          try {
+            message = JSON.parse(line);
+          } catch {
+            request.destroy();
+            end(new Error("etcd watch: unreadable answer"));
+            return;
+          }
+          onMessage(message);
         }
       });
       response.on("end", () => end(new Error("etcd watch: the stream ended")));
       response.on("error", end);
     });
+    request.setTimeout(connectTimeoutMs, () =>
+      request.destroy(new Error(`etcd ${endpoint}: no answer in time`)),
+    );
     request.on("error", (error) => {
       this.#preferred = (this.#preferred + 1) % this.#endpoints.length;
       end(error);

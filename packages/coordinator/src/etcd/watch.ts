@@ -71,6 +71,7 @@ export class DocumentWatch {
     this.#stopStream = this.#gateway.stream(
       "/v3/watch",
       { create_request: { key: this.#key, start_revision: String(revision + 1n) } },
+      this.#timeoutMs,
       (message) => this.#onMessage(message as WatchMessage),
       () => this.#again(),
     );

@@ -80,22 +80,22 @@ export class PostgresCoordinationStore implements CoordinationStore {
   }
 
   takeEpoch(atLeast: bigint): Promise<bigint> {
-    return this.#call("takeEpoch", async () => {
-      const { rows } = await this.#pool.query<{ value: string }>(this.#sql.takeEpoch, [String(atLeast)]);
+    return this.#call("takeEpoch", async (client) => {
+      const { rows } = await client.query<{ value: string }>(this.#sql.takeEpoch, [String(atLeast)]);
       return BigInt(rows[0]!.value);
     });
   }
 
   readEpoch(): Promise<bigint> {
-    return this.#call("readEpoch", async () => {
-      const { rows } = await this.#pool.query<{ value: string }>(this.#sql.readEpoch);
+    return this.#call("readEpoch", async (client) => {
+      const { rows } = await client.query<{ value: string }>(this.#sql.readEpoch);
       return BigInt(rows[0]?.value ?? "0");
     });
   }
 
   acquireLease(cluster: string, holder: string, ttlMs: number): Promise<LeaseOutcome> {
-    return this.#call("acquireLease", async () => {
-      const { rows } = await this.#pool.query<{ handle: string | null; holder: string | null }>(
+    return this.#call("acquireLease", async (client) => {
+      const { rows } = await client.query<{ handle: string | null; holder: string | null }>(
         this.#sql.acquireLease,
         [cluster, holder, Math.ceil(ttlMs)],
       );
@@ -106,8 +106,8 @@ export class PostgresCoordinationStore implements CoordinationStore {
   }
 
   renewLease(lease: OwnershipLease): Promise<LeaseOutcome> {
-    return this.#call("renewLease", async () => {
-      const { rows } = await this.#pool.query<{ handle: string | null; holder: string | null }>(
+    return this.#call("renewLease", async (client) => {
+      const { rows } = await client.query<{ handle: string | null; holder: string | null }>(
         this.#sql.renewLease,
         [lease.cluster, lease.handle, Math.ceil(lease.ttlMs)],
       );
@@ -117,14 +117,14 @@ export class PostgresCoordinationStore implements CoordinationStore {
   }
 
   releaseLease(lease: OwnershipLease): Promise<void> {
-    return this.#call("releaseLease", async () => {
-      await this.#pool.query(this.#sql.releaseLease, [lease.cluster, lease.handle]);
+    return this.#call("releaseLease", async (client) => {
+      await client.query(this.#sql.releaseLease, [lease.cluster, lease.handle]);
     });
   }
 
   readLease(cluster: string): Promise<LeaseInfo | undefined> {
-    return this.#call("readLease", async () => {
-      const { rows } = await this.#pool.query<{ holder: string; remaining_ms: number }>(this.#sql.readLease, [
+    return this.#call("readLease", async (client) => {
+      const { rows } = await client.query<{ holder: string; remaining_ms: number }>(this.#sql.readLease, [
         cluster,
       ]);
       const row = rows[0];
@@ -133,25 +133,23 @@ export class PostgresCoordinationStore implements CoordinationStore {
   }
 
   readDocument(name: string): Promise<VersionedDocument | undefined> {
-    return this.#call("readDocument", async () => {
-      const { rows } = await this.#pool.query<{ value: string; version: string }>(this.#sql.readDocument, [
-        name,
-      ]);
+    return this.#call("readDocument", async (client) => {
+      const { rows } = await client.query<{ value: string; version: string }>(this.#sql.readDocument, [name]);
       const row = rows[0];
       return row && { value: row.value, version: BigInt(row.version) };
     });
   }
 
   writeDocument(name: string, value: string, expectedVersion: bigint): Promise<bigint | undefined> {
-    return this.#call("writeDocument", async () => {
+    return this.#call("writeDocument", async (client) => {
       const { rows } =
         expectedVersion === 0n
-          ? await this.#pool.query<{ version: string }>(this.#sql.createDocument, [
+          ? await client.query<{ version: string }>(this.#sql.createDocument, [
               name,
               value,
               this.#sql.channel,
             ])
-          : await this.#pool.query<{ version: string }>(this.#sql.updateDocument, [
+          : await client.query<{ version: string }>(this.#sql.updateDocument, [
               name,
               value,
               this.#sql.channel,
@@ -196,15 +194,26 @@ export class PostgresCoordinationStore implements CoordinationStore {
   }
 
   /** Runs one operation under the call timeout; any failure becomes CoordinatorUnavailableError. */
-  async #call<T>(what: string, work: () => Promise<T>): Promise<T> {
+  async #call<T>(what: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     try {
-      return await withDeadline(
-        this.#ensureCreated().then(() => work()),
-        this.#timeoutMs,
-        what,
-      );
+      return await withDeadline(this.#onConnection(work), this.#timeoutMs, what);
     } catch (error) {
       throw unavailable(this.description, what, error);
+    }
+  }
+
+  async #onConnection<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    await this.#ensureCreated();
+    const client = await this.#pool.connect();
+    let failure: Error | undefined;
+    try {
+      return await work(client);
+    } catch (error) {
+      failure = error as Error;
+      throw error;
+    } finally {
+      // A connection whose statement failed or timed out is closed, not reused: its state is unknown.
+      client.release(failure);
     }
   }
 }
