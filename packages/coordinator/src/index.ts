@@ -11,7 +11,12 @@ export type { EtcdTls } from "./etcd/gateway.js";
 export type { EtcdStoreOptions } from "./etcd/store.js";
 export { EtcdCoordinationStore } from "./etcd/store.js";
 export type { OpenCoordinationStoreOptions } from "./open.js";
-export { openCoordinationStore, PASSWORD_FILE_VARIABLE, PASSWORD_VARIABLE } from "./open.js";
+export {
+  MAX_CALL_TIMEOUT_MS,
+  openCoordinationStore,
+  PASSWORD_FILE_VARIABLE,
+  PASSWORD_VARIABLE,
+} from "./open.js";
 export { DEFAULT_SCHEMA } from "./postgres/schema.js";
 export type { PostgresStoreOptions } from "./postgres/store.js";
 export { DEFAULT_POOL_SIZE, PostgresCoordinationStore } from "./postgres/store.js";

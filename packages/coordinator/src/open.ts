@@ -9,6 +9,9 @@ import { parseCoordinatorUrl } from "./url.js";
 export const PASSWORD_FILE_VARIABLE = "LOCKD_COORDINATOR_PASSWORD_FILE";
 export const PASSWORD_VARIABLE = "LOCKD_COORDINATOR_PASSWORD";
 
+/** The longest call timeout accepted: a store that answers later than this is as good as down. */
+export const MAX_CALL_TIMEOUT_MS = 60_000;
+
 export interface OpenCoordinationStoreOptions {
   /** How long one call may take before it rejects with CoordinatorUnavailableError (default 2000 ms). */
   readonly callTimeoutMs?: number | undefined;
@@ -29,6 +32,15 @@ export function openCoordinationStore(
   options: OpenCoordinationStoreOptions = {},
 ): CoordinationStore {
   const target = parseCoordinatorUrl(url);
+  const timeout = options.callTimeoutMs;
+  if (
+    timeout !== undefined &&
+    !(Number.isInteger(timeout) && timeout > 0 && timeout <= MAX_CALL_TIMEOUT_MS)
+  ) {
+    throw new CoordinatorUrlError(
+      `callTimeoutMs must be a whole number of ms from 1 to ${MAX_CALL_TIMEOUT_MS}`,
+    );
+  }
   const env = options.env ?? process.env;
   const read = (what: string, path: string): Buffer => {
     try {

@@ -84,6 +84,7 @@ describe("openCoordinationStore", () => {
         env: { ...env, LOCKD_COORDINATOR_PASSWORD: "x" },
       }),
     ).toThrow(/not both/);
+    expect(() => openCoordinationStore("etcd://h:2379", { callTimeoutMs: 0 })).toThrow(/callTimeoutMs/);
     expect(() => openCoordinationStore("etcds://h:2379?ca=/nope.pem", { env: {}, readFile: noFile })).toThrow(
       "cannot read the CA file /nope.pem: ENOENT",
     );

@@ -94,6 +94,8 @@ export class EtcdCoordinationStore implements CoordinationStore {
       const key = this.#leaseKey(cluster);
       const current = (await this.#range(key, deadline))[0];
       const currentHolder = current && fromBase64(current.value);
+      // etcd deletes the key of an expired lease itself (its lessor checks every 500 ms), so a key
+      // that is there is held. (timetolive cannot tell "expired" from "under a second left": both 0.)
       if (current && currentHolder !== holder) return { held: false, holder: currentHolder };
       const ttlSeconds = Math.max(1, Math.ceil(ttlMs / 1000));
       const granted = await this.#gateway.call<{ ID: string }>(
@@ -102,16 +104,18 @@ export class EtcdCoordinationStore implements CoordinationStore {
         deadline,
       );
       // Nobody holds it, or `holder` does (an earlier acquire whose answer was lost): take it afresh,
-      // unless someone else wrote the key since we read it.
+      // unless someone else wrote the key since we read it. Putting the key under a new etcd lease
+      // detaches it from the old one, whose revocation then deletes nothing of ours.
       const unchanged = current
         ? { key, target: "MOD", mod_revision: current.mod_revision }
         : { key, target: "CREATE", create_revision: "0" };
       const put = { request_put: { key, value: base64(holder), lease: granted.ID } };
       if (await this.#txn([unchanged], [put], deadline)) {
-        if (current?.lease) await this.#revoke(current.lease, deadline);
+        // The replaced etcd lease holds nothing now; revoking it only saves etcd the wait.
+        if (current?.lease) await this.#revoke(current.lease, deadline).catch(() => {});
         return { held: true, lease: { cluster, holder, ttlMs, handle: granted.ID } };
       }
-      await this.#revoke(granted.ID, deadline);
+      await this.#revoke(granted.ID, deadline).catch(() => {}); // holds nothing: it expires anyway
       const winner = (await this.#range(key, deadline))[0];
       return { held: false, holder: winner && fromBase64(winner.value) };
     });
@@ -150,7 +154,7 @@ export class EtcdCoordinationStore implements CoordinationStore {
         { ID: current.lease },
         deadline,
       );
-      // protobuf JSON leaves zero fields out: no TTL is 0 s (under a second left), an expired lease says -1.
+      // protobuf JSON leaves zero fields out: no TTL is 0 s (under a second left); a lease that is gone says -1.
       const seconds = Number(left.TTL ?? "0");
       if (seconds < 0) return undefined;
       return { holder: fromBase64(current.value), remainingMs: seconds * 1000 };
