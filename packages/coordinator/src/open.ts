@@ -54,6 +54,11 @@ export function openCoordinationStore(
   };
   const password = readPassword(env, read);
   if (target.kind === "postgres") {
+    if (password !== undefined && new URL(target.connectionString).password !== "") {
+      throw new CoordinatorUrlError(
+        `the postgres URL carries a password: remove it, or unset ${PASSWORD_VARIABLE}(_FILE)`,
+      );
+    }
     return new PostgresCoordinationStore({
       connectionString: target.connectionString,
       schema: target.schema,

@@ -85,6 +85,9 @@ describe("openCoordinationStore", () => {
       }),
     ).toThrow(/not both/);
     expect(() => openCoordinationStore("etcd://h:2379", { callTimeoutMs: 0 })).toThrow(/callTimeoutMs/);
+    expect(() =>
+      openCoordinationStore("postgres://u:p@db/coord", { env: { LOCKD_COORDINATOR_PASSWORD: "x" } }),
+    ).toThrow(/carries a password/);
     expect(() => openCoordinationStore("etcds://h:2379?ca=/nope.pem", { env: {}, readFile: noFile })).toThrow(
       "cannot read the CA file /nope.pem: ENOENT",
     );

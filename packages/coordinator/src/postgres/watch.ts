@@ -128,7 +128,15 @@ export class DocumentListener {
         const version = document?.version ?? 0n;
         if (version > watcher.delivered) {
           watcher.delivered = version;
-          watcher.onChange(document);
+          try {
+            watcher.onChange(document);
+          } catch (error) {
+            // The watcher's own bug: thrown where the etcd watch would throw it (an uncaught
+            // exception), without stopping this document's later reads.
+            process.nextTick(() => {
+              throw error;
+            });
+          }
         }
       }
     });
