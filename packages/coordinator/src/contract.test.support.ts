@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
+import { createServer, type Socket } from "node:net";
 import type { CoordinationStore, OwnershipLease, VersionedDocument } from "@lock/server";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 
@@ -15,6 +17,22 @@ export interface ContractBackend {
   readonly ttlGrainMs?: number;
   /** Removes the namespace once the suite is done. */
   teardown?(): Promise<void>;
+}
+
+/** A server that accepts connections and never answers: only a call timeout can end a call to it. */
+export async function silentServer(): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets: Socket[] = [];
+  const server = createServer((socket) => sockets.push(socket));
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  return {
+    port: (server.address() as { port: number }).port,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      server.close();
+      await once(server, "close");
+    },
+  };
 }
 
 /** Polls `probe` every 25 ms until it returns true; fails after `timeoutMs`. */

@@ -1,25 +1,16 @@
 import { execFile, execFileSync } from "node:child_process";
 import { once } from "node:events";
-import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import type { CoordinationStore } from "@lock/server";
 import { EtcdCluster, freePort, REPO_ROOT } from "@lock/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { silentServer } from "./contract.test.support.js";
 import { CoordinatorUnavailableError } from "./errors.js";
 import { EtcdCoordinationStore } from "./etcd/store.js";
 import { PostgresCoordinationStore } from "./postgres/store.js";
 
 const PG_URL = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const TIMEOUT_MS = 300;
-
-/** A server that accepts connections and never answers: only the call timeout can end a call. */
-async function silentServer(): Promise<{ port: number; server: Server; sockets: Socket[] }> {
-  const sockets: Socket[] = [];
-  const server = createServer((socket) => sockets.push(socket));
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return { port: (server.address() as { port: number }).port, server, sockets };
-}
 
 const backends: Array<[string, (port: number) => CoordinationStore]> = [
   [
@@ -41,10 +32,7 @@ describe.each(backends)("%s store that cannot be reached", (_name, open) => {
   beforeAll(async () => {
     silent = await silentServer();
   });
-  afterAll(() => {
-    for (const socket of silent.sockets) socket.destroy();
-    silent.server.close();
-  });
+  afterAll(() => silent.close());
 
   it.each([
     ["a closed port", () => freePort()],

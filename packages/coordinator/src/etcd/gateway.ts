@@ -51,7 +51,8 @@ const NOT_SENT = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENOTFO
  *
  * A call that could not reach a member, or that a member refused because the cluster has no leader,
  * goes to the next member, round after round, until its deadline: a leader election takes about one
- * election timeout. Any other failure is the caller's (its effect is unknown).
+ * election timeout. Any other failure is the caller's (its effect is unknown). Every call settles by
+ * its deadline: each request is destroyed when it is reached.
  */
 export class EtcdGateway {
   readonly #endpoints: readonly string[];
@@ -69,7 +70,7 @@ export class EtcdGateway {
       : new http.Agent({ keepAlive: true, maxSockets: 8 });
   }
 
-  /** Posts `body` to `path` and returns the parsed answer; rejects at `deadline` (Date.now() ms). */
+  /** Posts `body` to `path` and returns the parsed answer; rejects at `deadline` (`performance.now()` ms). */
   async call<T>(path: string, body: unknown, deadline: number): Promise<T> {
     let lastError: unknown = new Error("no endpoint");
     for (;;) {
@@ -83,12 +84,19 @@ export class EtcdGateway {
           return answer;
         } catch (error) {
           lastError = error;
-          if (!EtcdGateway.#elsewhere(error)) throw error;
+          if (!EtcdGateway.#elsewhere(error)) {
+            // Its effect is unknown, so it is not sent again; but the next call starts at the next
+            // member, so that a member that hangs or is cut off does not hold every later call.
+            if (!(error instanceof EtcdError) || error.grpcCode === GRPC_UNAVAILABLE) {
+              this.#preferred = (index + 1) % this.#endpoints.length;
+            }
+            throw error;
+          }
         }
-        if (Date.now() >= deadline) throw lastError;
+        if (performance.now() >= deadline) throw lastError;
       }
       await new Promise((resolve) => setTimeout(resolve, ROUND_PAUSE_MS));
-      if (Date.now() >= deadline) throw lastError;
+      if (performance.now() >= deadline) throw lastError;
     }
   }
 
@@ -197,8 +205,21 @@ export class EtcdGateway {
     return token === undefined ? {} : { authorization: token };
   }
 
+  /** One request to one member; rejects at `deadline` at the latest (the request is then destroyed). */
   #post<T>(endpoint: string, path: string, body: unknown, deadline: number): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
+    return new Promise<T>((resolveOuter, rejectOuter) => {
+      const timer = setTimeout(
+        () => request.destroy(new Error(`etcd ${endpoint}: no answer in time`)),
+        Math.max(1, deadline - performance.now()),
+      );
+      const resolve = (value: T) => {
+        clearTimeout(timer);
+        resolveOuter(value);
+      };
+      const reject = (error: unknown) => {
+        clearTimeout(timer);
+        rejectOuter(error);
+      };
       const request = this.#request(endpoint, path, this.#headers(endpoint), (response) => {
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -216,9 +237,6 @@ export class EtcdGateway {
           }
         });
       });
-      request.setTimeout(Math.max(1, deadline - Date.now()), () =>
-        request.destroy(new Error(`etcd ${endpoint}: no answer in time`)),
-      );
       request.on("error", reject);
       request.end(JSON.stringify(body));
     });

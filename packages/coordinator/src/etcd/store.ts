@@ -5,7 +5,7 @@ import type {
   OwnershipLease,
   VersionedDocument,
 } from "@lock/server";
-import { DEFAULT_CALL_TIMEOUT_MS, withDeadline } from "../deadline.js";
+import { DEFAULT_CALL_TIMEOUT_MS } from "../deadline.js";
 import { unavailable } from "../errors.js";
 import {
   base64,
@@ -227,10 +227,15 @@ export class EtcdCoordinationStore implements CoordinationStore {
     }
   }
 
-  /** Runs one operation under the call timeout; any failure becomes CoordinatorUnavailableError. */
+  /**
+   * Runs one operation under the call timeout; any failure becomes CoordinatorUnavailableError.
+   * Every request of the operation shares one deadline, which the gateway enforces itself: that way
+   * a request to a member that hangs fails in the gateway, which then starts the next call at the
+   * next member (a timer out here would win the race and leave the gateway none the wiser).
+   */
   async #call<T>(what: string, work: (deadline: number) => Promise<T>): Promise<T> {
     try {
-      return await withDeadline(work(Date.now() + this.#timeoutMs), this.#timeoutMs, what);
+      return await work(performance.now() + this.#timeoutMs);
     } catch (error) {
       throw unavailable(this.description, what, error);
     }

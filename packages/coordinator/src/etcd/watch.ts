@@ -60,7 +60,7 @@ export class DocumentWatch {
     const answer = await this.#gateway.call<{ header?: { revision?: string }; kvs?: KeyValue[] }>(
       "/v3/kv/range",
       { key: this.#key },
-      Date.now() + this.#timeoutMs,
+      performance.now() + this.#timeoutMs,
     );
     if (this.#stopped) return;
     const current = answer.kvs?.[0];
