@@ -5,7 +5,7 @@ export type {
   OwnershipLease,
   VersionedDocument,
 } from "@lock/server";
-export { DEFAULT_CALL_TIMEOUT_MS } from "./deadline.js";
+export { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_WATCH_RESYNC_MS } from "./deadline.js";
 export { COORDINATOR_ERROR_CODES, CoordinatorUnavailableError, CoordinatorUrlError } from "./errors.js";
 export type { EtcdTls } from "./etcd/gateway.js";
 export type { EtcdStoreOptions } from "./etcd/store.js";

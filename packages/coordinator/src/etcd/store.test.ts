@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { VersionedDocument } from "@lock/server";
-import { EtcdCluster, selfSignedCertificate } from "@lock/testkit";
+import { EtcdCluster, FaultProxy, selfSignedCertificate } from "@lock/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   describeCoordinationContract,
@@ -41,6 +41,30 @@ it("starts the next call at the next member when one hangs", async () => {
   } finally {
     await store.close();
     await silent.close();
+  }
+});
+
+it("sees a change its watch's stream missed: a member cut off in silence", async () => {
+  const [port] = single.endpoints[0]!.split(":").slice(1);
+  await using proxy = await FaultProxy.start(Number(port));
+  const watcher = new EtcdCoordinationStore({
+    endpoints: [proxy.address, ...single.endpoints],
+    prefix,
+    callTimeoutMs: 300,
+    watchResyncMs: 200,
+  });
+  const writer = new EtcdCoordinationStore({ endpoints: single.endpoints, prefix });
+  try {
+    const seen: Array<VersionedDocument | undefined> = [];
+    const stop = watcher.watchDocument("silent", (document) => seen.push(document));
+    await eventually(() => seen.length === 1, 5000, "the initial state");
+    proxy.freeze(); // the stream stays open and brings nothing
+    const version = await writer.writeDocument("silent", "missed by the stream", seen[0]?.version ?? 0n);
+    await eventually(() => seen.at(-1)?.version === version, 5000, "the change, from a read");
+    expect(seen.at(-1)).toEqual({ value: "missed by the stream", version });
+    stop();
+  } finally {
+    await Promise.all([watcher.close(), writer.close()]);
   }
 });
 

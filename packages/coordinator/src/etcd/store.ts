@@ -5,7 +5,7 @@ import type {
   OwnershipLease,
   VersionedDocument,
 } from "@lock/server";
-import { DEFAULT_CALL_TIMEOUT_MS } from "../deadline.js";
+import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_WATCH_RESYNC_MS } from "../deadline.js";
 import { unavailable } from "../errors.js";
 import {
   base64,
@@ -24,6 +24,8 @@ export interface EtcdStoreOptions extends EtcdGatewayOptions {
   readonly callTimeoutMs?: number | undefined;
   /** What `description` says: the URL without credentials (default: the endpoints and prefix). */
   readonly description?: string | undefined;
+  /** How often a watch reads its document again, in case its stream died in silence (default 10000 ms). */
+  readonly watchResyncMs?: number | undefined;
 }
 
 interface RangeAnswer {
@@ -54,12 +56,14 @@ export class EtcdCoordinationStore implements CoordinationStore {
   readonly #gateway: EtcdGateway;
   readonly #prefix: string;
   readonly #timeoutMs: number;
+  readonly #resyncMs: number;
   readonly #watches = new Set<DocumentWatch>();
 
   constructor(options: EtcdStoreOptions) {
     this.#gateway = new EtcdGateway(options);
     this.#prefix = options.prefix ?? "/lock/";
     this.#timeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.#resyncMs = options.watchResyncMs ?? DEFAULT_WATCH_RESYNC_MS;
     this.description =
       options.description ??
       `etcd ${options.tls ? "https" : "http"}://${options.endpoints.join(",")}${this.#prefix}`;
@@ -185,7 +189,13 @@ export class EtcdCoordinationStore implements CoordinationStore {
   }
 
   watchDocument(name: string, onChange: (document: VersionedDocument | undefined) => void): () => void {
-    const watch = new DocumentWatch(this.#gateway, this.#documentKey(name), this.#timeoutMs, onChange);
+    const watch = new DocumentWatch(
+      this.#gateway,
+      this.#documentKey(name),
+      this.#timeoutMs,
+      this.#resyncMs,
+      onChange,
+    );
     this.#watches.add(watch);
     watch.start();
     return () => {

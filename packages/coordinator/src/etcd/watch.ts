@@ -19,16 +19,21 @@ const RETRY_MAX_MS = 2000;
  * then stream every event from R + 1 in revision order. A broken stream (a member died, a
  * compaction) starts over with a read, so a change made while no stream was open is still seen;
  * only revisions above the last one delivered are delivered, so nothing comes twice or out of order.
+ * A stream can also die in silence (a member cut off without a reset): every `resyncMs` the watch
+ * reads the key again, and if that finds a change the stream did not bring, it delivers it and
+ * starts a new stream.
  */
 export class DocumentWatch {
   readonly #gateway: EtcdGateway;
   readonly #key: string;
   readonly #timeoutMs: number;
+  readonly #resyncMs: number;
   readonly #onChange: (document: VersionedDocument | undefined) => void;
   /** The revision of the state last delivered; -1 before the first delivery. */
   #delivered = -1n;
   #stopStream: (() => void) | undefined;
   #retry: NodeJS.Timeout | undefined;
+  #resync: NodeJS.Timeout | undefined;
   #retryMs = RETRY_FIRST_MS;
   #stopped = false;
   /** Whether the state last delivered was a document (a delete is delivered once, after one). */
@@ -38,11 +43,13 @@ export class DocumentWatch {
     gateway: EtcdGateway,
     key: string,
     timeoutMs: number,
+    resyncMs: number,
     onChange: (document: VersionedDocument | undefined) => void,
   ) {
     this.#gateway = gateway;
     this.#key = key;
     this.#timeoutMs = timeoutMs;
+    this.#resyncMs = resyncMs;
     this.#onChange = onChange;
   }
 
@@ -53,21 +60,13 @@ export class DocumentWatch {
   stop(): void {
     this.#stopped = true;
     clearTimeout(this.#retry);
+    clearTimeout(this.#resync);
     this.#stopStream?.();
   }
 
   async #readThenStream(): Promise<void> {
-    const answer = await this.#gateway.call<{ header?: { revision?: string }; kvs?: KeyValue[] }>(
-      "/v3/kv/range",
-      { key: this.#key },
-      performance.now() + this.#timeoutMs,
-    );
+    const revision = await this.#read();
     if (this.#stopped) return;
-    const current = answer.kvs?.[0];
-    const revision = BigInt(answer.header?.revision ?? "0");
-    if (current) this.#deliver(BigInt(current.mod_revision ?? "0"), current);
-    else if (this.#delivered < 0n) this.#deliver(0n, undefined);
-    else this.#deliverDeleteIfNew(revision);
     this.#stopStream = this.#gateway.stream(
       "/v3/watch",
       { create_request: { key: this.#key, start_revision: String(revision + 1n) } },
@@ -75,6 +74,40 @@ export class DocumentWatch {
       (message) => this.#onMessage(message as WatchMessage),
       () => this.#again(),
     );
+    this.#scheduleResync();
+  }
+
+  /** Reads the key, delivers its state if it is new, and returns the store's revision at the read. */
+  async #read(): Promise<bigint> {
+    const answer = await this.#gateway.call<{ header?: { revision?: string }; kvs?: KeyValue[] }>(
+      "/v3/kv/range",
+      { key: this.#key },
+      performance.now() + this.#timeoutMs,
+    );
+    const revision = BigInt(answer.header?.revision ?? "0");
+    if (this.#stopped) return revision;
+    const current = answer.kvs?.[0];
+    if (current) this.#deliver(BigInt(current.mod_revision ?? "0"), current);
+    else if (this.#delivered < 0n) this.#deliver(0n, undefined);
+    else this.#deliverDeleteIfNew(revision);
+    return revision;
+  }
+
+  #scheduleResync(): void {
+    clearTimeout(this.#resync);
+    this.#resync = setTimeout(() => {
+      const before = this.#delivered;
+      this.#read().then(
+        () => {
+          if (this.#stopped) return;
+          if (this.#delivered === before) return this.#scheduleResync();
+          // The read saw what the stream did not: the stream is stale. Start over.
+          this.#stopStream?.();
+          this.#again();
+        },
+        () => this.#scheduleResync(), // the store did not answer: the stream, if alive, still may
+      );
+    }, this.#resyncMs);
   }
 
   #onMessage(message: WatchMessage): void {
@@ -111,6 +144,7 @@ export class DocumentWatch {
 
   #again(): void {
     if (this.#stopped || this.#retry) return;
+    clearTimeout(this.#resync);
     this.#stopStream = undefined;
     this.#retry = setTimeout(() => {
       this.#retry = undefined;

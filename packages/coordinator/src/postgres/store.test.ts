@@ -53,3 +53,35 @@ describe("postgres: a dropped connection", () => {
     }
   });
 });
+
+describe("postgres: a lost notification", () => {
+  it("still reaches the watch: every watched document is read again now and then", async () => {
+    const own = freshSchema();
+    const store = new PostgresCoordinationStore({
+      connectionString: PG_URL,
+      schema: own,
+      watchResyncMs: 200,
+    });
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    try {
+      const first = (await store.writeDocument("slots", "first", 0n))!;
+      const seen: Array<VersionedDocument | undefined> = [];
+      const stop = store.watchDocument("slots", (document) => seen.push(document));
+      await eventually(() => seen.at(-1)?.version === first, 5000, "the initial state");
+      // A write whose notification never comes (as if the LISTEN connection had missed it).
+      await admin.query(
+        `UPDATE "${own}".documents SET value = 'quiet', version = version + 1 WHERE name = 'slots'`,
+      );
+      await eventually(() => seen.at(-1)?.version === first + 1n, 5000, "the unnotified change");
+      expect(seen).toEqual([
+        { value: "first", version: first },
+        { value: "quiet", version: first + 1n },
+      ]);
+      stop();
+    } finally {
+      await admin.end();
+      await store.close();
+    }
+  });
+});

@@ -6,7 +6,7 @@ import type {
   VersionedDocument,
 } from "@lock/server";
 import pg from "pg";
-import { DEFAULT_CALL_TIMEOUT_MS, withDeadline } from "../deadline.js";
+import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_WATCH_RESYNC_MS, withDeadline } from "../deadline.js";
 import { unavailable } from "../errors.js";
 import { type CoordinationSql, coordinationSql, DEFAULT_SCHEMA } from "./schema.js";
 import { DocumentListener } from "./watch.js";
@@ -29,6 +29,11 @@ export interface PostgresStoreOptions {
   readonly poolSize?: number | undefined;
   /** What `description` says: the URL without credentials (default: host, port and database). */
   readonly description?: string | undefined;
+  /**
+   * How often the watches check their connection and read every watched document again, in case a
+   * notification was lost with a connection that died in silence (default 10000 ms).
+   */
+  readonly watchResyncMs?: number | undefined;
 }
 
 /**
@@ -75,6 +80,7 @@ export class PostgresCoordinationStore implements CoordinationStore {
     this.#listener = new DocumentListener({
       config,
       channel: this.#sql.channel,
+      resyncMs: options.watchResyncMs ?? DEFAULT_WATCH_RESYNC_MS,
       read: (name) => this.readDocument(name),
     });
   }

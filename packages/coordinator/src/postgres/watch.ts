@@ -10,6 +10,8 @@ interface Watcher {
 export interface DocumentListenerOptions {
   readonly config: pg.ClientConfig;
   readonly channel: string;
+  /** How often every watched document is read again and the connection checked, while listening. */
+  readonly resyncMs: number;
   /** Reads a document's current state (through the store's pool, under its call timeout). */
   readonly read: (name: string) => Promise<VersionedDocument | undefined>;
 }
@@ -27,7 +29,9 @@ const RETRY_MAX_MS = 2000;
  * notification missed while the connection was down cannot lose a change: the connection, once
  * back, LISTENs first and then reads every watched document again, which returns the latest state
  * whatever happened meanwhile. Changes that follow each other faster than a read may be delivered
- * as one (the latest); versions delivered always increase.
+ * as one (the latest); versions delivered always increase. A connection can also die in silence
+ * (cut off without a reset): every `resyncMs` the listener checks it (`SELECT 1`, under the call
+ * timeout) and reads every watched document again.
  */
 export class DocumentListener {
   readonly #options: DocumentListenerOptions;
@@ -37,6 +41,7 @@ export class DocumentListener {
   #client: pg.Client | undefined;
   #listening = false;
   #retry: NodeJS.Timeout | undefined;
+  #resync: NodeJS.Timeout | undefined;
   #retryMs = RETRY_FIRST_MS;
   #closed = false;
 
@@ -72,6 +77,7 @@ export class DocumentListener {
       if (this.#client !== client) return;
       this.#client = undefined;
       this.#listening = false;
+      clearTimeout(this.#resync);
       client.end().catch(() => {});
       this.#again();
     };
@@ -89,8 +95,20 @@ export class DocumentListener {
         this.#retryMs = RETRY_FIRST_MS;
         // LISTEN first, read second: a write after this read notifies; one before it is in the read.
         for (const name of this.#watchers.keys()) this.#refresh(name);
+        this.#scheduleResync(client, broken);
       })
       .catch(broken);
+  }
+
+  #scheduleResync(client: pg.Client, broken: () => void): void {
+    this.#resync = setTimeout(() => {
+      if (this.#client !== client) return;
+      client.query("SELECT 1").then(() => {
+        if (this.#client !== client) return;
+        for (const name of this.#watchers.keys()) this.#refresh(name);
+        this.#scheduleResync(client, broken);
+      }, broken);
+    }, this.#options.resyncMs);
   }
 
   #again(): void {
@@ -104,6 +122,7 @@ export class DocumentListener {
 
   async #disconnect(): Promise<void> {
     clearTimeout(this.#retry);
+    clearTimeout(this.#resync);
     this.#retry = undefined;
     const client = this.#client;
     this.#client = undefined;
