@@ -65,7 +65,7 @@ export class DocumentWatch {
   }
 
   async #readThenStream(): Promise<void> {
-    const revision = await this.#read();
+    const { revision } = await this.#read();
     if (this.#stopped) return;
     this.#stopStream = this.#gateway.stream(
       "/v3/watch",
@@ -77,30 +77,34 @@ export class DocumentWatch {
     this.#scheduleResync();
   }
 
-  /** Reads the key, delivers its state if it is new, and returns the store's revision at the read. */
-  async #read(): Promise<bigint> {
+  /**
+   * Reads the key and delivers its state if it is new: the store's revision at the read, and whether
+   * the read delivered something.
+   */
+  async #read(): Promise<{ revision: bigint; delivered: boolean }> {
     const answer = await this.#gateway.call<{ header?: { revision?: string }; kvs?: KeyValue[] }>(
       "/v3/kv/range",
       { key: this.#key },
       performance.now() + this.#timeoutMs,
     );
     const revision = BigInt(answer.header?.revision ?? "0");
-    if (this.#stopped) return revision;
+    if (this.#stopped) return { revision, delivered: false };
     const current = answer.kvs?.[0];
-    if (current) this.#deliver(BigInt(current.mod_revision ?? "0"), current);
-    else if (this.#delivered < 0n) this.#deliver(0n, undefined);
-    else this.#deliverDeleteIfNew(revision);
-    return revision;
+    let delivered: boolean;
+    if (current) delivered = this.#deliver(BigInt(current.mod_revision ?? "0"), current);
+    else if (this.#delivered < 0n) delivered = this.#deliver(0n, undefined);
+    else delivered = this.#deliverDeleteIfNew(revision);
+    return { revision, delivered };
   }
 
   #scheduleResync(): void {
     clearTimeout(this.#resync);
+    if (this.#stopped) return;
     this.#resync = setTimeout(() => {
-      const before = this.#delivered;
       this.#read().then(
-        () => {
+        ({ delivered }) => {
           if (this.#stopped) return;
-          if (this.#delivered === before) return this.#scheduleResync();
+          if (!delivered) return this.#scheduleResync();
           // The read saw what the stream did not: the stream is stale. Start over.
           this.#stopStream?.();
           this.#again();
@@ -127,19 +131,20 @@ export class DocumentWatch {
   }
 
   /** A read found no key after a delivered state: it was deleted meanwhile (at most at `revision`). */
-  #deliverDeleteIfNew(revision: bigint): void {
-    if (revision > this.#delivered && this.#lastWasPresent) {
-      this.#delivered = revision;
-      this.#lastWasPresent = false;
-      this.#onChange(undefined);
-    }
+  #deliverDeleteIfNew(revision: bigint): boolean {
+    if (revision <= this.#delivered || !this.#lastWasPresent) return false;
+    this.#delivered = revision;
+    this.#lastWasPresent = false;
+    this.#onChange(undefined);
+    return true;
   }
 
-  #deliver(revision: bigint, kv: KeyValue | undefined): void {
-    if (revision <= this.#delivered) return;
+  #deliver(revision: bigint, kv: KeyValue | undefined): boolean {
+    if (revision <= this.#delivered) return false;
     this.#delivered = revision;
     this.#lastWasPresent = kv !== undefined;
     this.#onChange(kv && { value: fromBase64(kv.value), version: revision });
+    return true;
   }
 
   #again(): void {

@@ -57,9 +57,9 @@ export class DocumentListener {
     if (this.#listening) this.#refresh(name);
     else if (!this.#client) this.#connect();
     return () => {
-      watchers.delete(watcher);
-      if (watchers.size === 0) this.#watchers.delete(name);
-      if (this.#watchers.size === 0) this.#disconnect();
+      if (!watchers.delete(watcher)) return; // stopped already
+      if (watchers.size === 0 && this.#watchers.get(name) === watchers) this.#watchers.delete(name);
+      if (this.#watchers.size === 0) void this.#disconnect();
     };
   }
 
