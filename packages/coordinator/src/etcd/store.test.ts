@@ -77,6 +77,22 @@ describe("etcd: a 3-member cluster", () => {
     await cluster?.dispose();
   });
 
+  it("agrees across members: one lease holder, distinct epochs, whichever member each store talks to", async () => {
+    const stores = cluster.endpoints.map(
+      (endpoint) => new EtcdCoordinationStore({ endpoints: [endpoint], prefix: "/across/" }),
+    );
+    try {
+      const outcomes = await Promise.all(
+        stores.map((store, index) => store.acquireLease("c", `n${index}`, 5000)),
+      );
+      expect(outcomes.filter((outcome) => outcome.held)).toHaveLength(1);
+      const taken = await Promise.all(stores.flatMap((store) => [store.takeEpoch(0n), store.takeEpoch(0n)]));
+      expect(new Set(taken).size).toBe(taken.length);
+    } finally {
+      await Promise.all(stores.map((store) => store.close()));
+    }
+  });
+
   it("keeps taking epochs, renewing the lease and watching after its leader is killed", async () => {
     // The leader first: the store talks to it until it dies, then must move on.
     const leader = await cluster.leader();
