@@ -15,6 +15,11 @@ export const MAX_CALL_TIMEOUT_MS = 60_000;
 export interface OpenCoordinationStoreOptions {
   /** How long one call may take before it rejects with CoordinatorUnavailableError (default 2000 ms). */
   readonly callTimeoutMs?: number | undefined;
+  /**
+   * The password, read by the caller (lockd reads it with its other secrets, e.g. from a
+   * `--coordinator-password-file`); the variables below are then not read.
+   */
+  readonly password?: string | undefined;
   /** Where the password variables are read (default `process.env`). */
   readonly env?: NodeJS.ProcessEnv | undefined;
   /** How files (the password file, PEM files) are read (default `fs.readFileSync`). */
@@ -52,7 +57,7 @@ export function openCoordinationStore(
       );
     }
   };
-  const password = readPassword(env, read);
+  const password = options.password ?? readPassword(env, read);
   if (target.kind === "postgres") {
     if (password !== undefined && new URL(target.connectionString).password !== "") {
       throw new CoordinatorUrlError(
