@@ -76,6 +76,11 @@ describe("openCoordinationStore", () => {
     expect(() => openCoordinationStore("etcd://lockd@127.0.0.1:2379", { env: {} })).toThrow(
       /names user lockd/,
     );
+    const given = openCoordinationStore("etcd://lockd@127.0.0.1:2379", {
+      env: {},
+      password: "from-the-caller",
+    });
+    await given.close();
     expect(() =>
       openCoordinationStore("etcd://127.0.0.1:2379", { env: { LOCKD_COORDINATOR_PASSWORD: "x".repeat(20) } }),
     ).toThrow(/names no user/);
