@@ -112,6 +112,30 @@ describe("statusView", () => {
     expect(formatStatus(view, true)).toContain("3600 s ahead of its clock");
   });
 
+  it("says who holds the cluster's lease by the coordinator, as the active reports it", () => {
+    const active = adminStatus("a:1", "active", null);
+    const coordinator = {
+      store: "etcd 127.0.0.1:2379/lock",
+      cluster: "eu-1",
+      leaseHolder: "a:1 5f2c",
+      leaseRemainingMs: 1500,
+      lastEpoch: "42",
+    };
+    const view = statusView([
+      {
+        lockAddress: "a:1",
+        adminAddress: "a:2",
+        info: info("a:1", "active"),
+        status: { status: { ...active.status, coordinator } },
+      },
+    ]);
+    expect(view.coordinator).toBe(
+      "coordinator: etcd 127.0.0.1:2379/lock, cluster eu-1: lease held by a:1 for 1.5s more; last epoch taken 42",
+    );
+    expect(formatStatus(view, true).split("\n")[1]).toBe(view.coordinator);
+    expect(statusView(ONE_UP_ONE_DOWN).coordinator).toBeNull();
+  });
+
   it("with no answer at all: no active, every row down", () => {
     const view = statusView([
       {

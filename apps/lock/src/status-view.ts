@@ -19,6 +19,18 @@ export interface AdminStatus {
     readonly servingFrom: string;
     readonly clockCatchesUpAt: string;
   } | null;
+  /** With `--coordinator` (lockd's `/status`; null without one, absent before it). */
+  readonly coordinator?: CoordinatorStatus | null;
+}
+
+/** The coordinator as one node's `/status` describes it (apps/lockd/src/admin.ts). */
+export interface CoordinatorStatus {
+  readonly store: string;
+  readonly cluster: string;
+  readonly leaseHolder?: string | null;
+  readonly leaseRemainingMs?: number | null;
+  readonly holderError?: string;
+  readonly lastEpoch: string | null;
 }
 
 export interface PeerStatus {
@@ -67,6 +79,8 @@ export interface NodeRow {
 
 export interface StatusView {
   readonly active: string | null;
+  /** The coordinator line: the store, who holds the cluster's lease by it, the last epoch taken. */
+  readonly coordinator: string | null;
   readonly nodes: readonly NodeRow[];
   readonly notes: readonly string[];
 }
@@ -105,7 +119,28 @@ export function statusView(targets: readonly Target[]): StatusView {
   const nodes = viewed.map((row) =>
     row.role === "active" && row.node !== decision.active ? { ...row, role: "rival" } : row,
   );
-  return { active: decision.active, nodes, notes: [...decision.notes, ...epochAheadNotes(statuses)] };
+  return {
+    active: decision.active,
+    coordinator: coordinatorLine(decision.active, statuses),
+    nodes,
+    notes: [...decision.notes, ...epochAheadNotes(statuses)],
+  };
+}
+
+/** What the active (else any node that answered) says of the coordinator; null without one. */
+function coordinatorLine(active: string | null, statuses: ReadonlyMap<string, AdminStatus>): string | null {
+  const described =
+    (active === null ? undefined : statuses.get(active)?.coordinator) ??
+    [...statuses.values()].find((status) => status.coordinator)?.coordinator;
+  if (!described) return null;
+  const { store, cluster, leaseHolder, leaseRemainingMs, holderError, lastEpoch } = described;
+  const lease =
+    holderError !== undefined
+      ? `lease unknown (${holderError})`
+      : leaseHolder
+        ? `lease held by ${leaseHolder.split(" ")[0]} for ${formatDuration(leaseRemainingMs ?? 0)} more`
+        : "lease held by nobody";
+  return `coordinator: ${store}, cluster ${cluster}: ${lease}; last epoch taken ${lastEpoch ?? "none"}`;
 }
 
 /** A node whose epoch runs ahead of its clock (an epoch file or a peer ahead of it): for the operator to check. */
@@ -266,7 +301,9 @@ function number(text: string | undefined): number | null {
 export function formatStatus(view: StatusView, withAdmin: boolean): string {
   const up = view.nodes.filter((row) => row.state === "up").length;
   const probed = view.nodes.filter((row) => row.lockAddress !== null || row.adminAddress !== null).length;
-  const header = `active: ${view.active ?? "none"}    ${up} of ${probed} nodes answered`;
+  const header =
+    `active: ${view.active ?? "none"}    ${up} of ${probed} nodes answered` +
+    (view.coordinator ? `\n${view.coordinator}` : "");
   const columns = ["NODE", "STATE", "ROLE", "EPOCH", "KEYS", "WAITERS", "CONNS", "UPTIME"];
   if (withAdmin) columns.push("LIVE", "LAG", "GRANTS/S");
   const rows = view.nodes.map((row) => {

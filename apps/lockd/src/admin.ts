@@ -28,8 +28,27 @@ export interface AdminDeps {
   readonly adminToken?: string | undefined;
 }
 
+/**
+ * With a coordinator: the store, this node's lease, who holds the lease by the store (one store
+ * call, bounded by the backend's timeout; `holderError` if it failed) and the last epoch taken.
+ */
+async function coordinatorStatus(server: LockServer) {
+  const ownership = server.cluster?.ownership;
+  if (!ownership) return null;
+  const { lastEpoch, ...status } = ownership.status();
+  const lease = await ownership.readHolder().then(
+    (info) => ({ leaseHolder: info?.holder ?? null, leaseRemainingMs: info?.remainingMs ?? null }),
+    (error: unknown) => ({ holderError: error instanceof Error ? error.message : String(error) }),
+  );
+  return { ...status, lastEpoch: lastEpoch?.toString() ?? null, ...lease };
+}
+
 /** The node's status, as `GET /status` returns it. */
-export function nodeStatus({ server, history, clusterLog, version }: AdminDeps) {
+export async function nodeStatus(deps: AdminDeps) {
+  return { ...nodeStatusNow(deps), coordinator: await coordinatorStatus(deps.server) };
+}
+
+function nodeStatusNow({ server, history, clusterLog, version }: AdminDeps) {
   const node = server.node;
   return {
     version,
@@ -90,7 +109,7 @@ async function pageState(deps: AdminDeps) {
     return { auth: "required", node: deps.server.node.advertise, role: deps.server.node.role };
   }
   const locks = await listLocks(deps.server, { prefix: "", after: undefined, limit: PAGE_LOCKS_LIMIT });
-  return { status: nodeStatus(deps), history: nodeHistory(deps), locks };
+  return { status: await nodeStatus(deps), history: nodeHistory(deps), locks };
 }
 
 export function nodeReadiness({ server }: AdminDeps) {

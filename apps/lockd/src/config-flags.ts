@@ -37,6 +37,20 @@ export const FLAGS = {
     help: "0-255, this node's part of every token; unique across clusters whose tokens meet (default: position in --peers)",
     count: { min: 0 },
   },
+  coordinator: {
+    env: "LOCKD_COORDINATOR",
+    help: "etcd://host:port[,host:port]/prefix or postgres://host/db: a store that decides which node is active and mints every epoch (needs --peers and --cluster-name); off if unset",
+  },
+  "cluster-name": {
+    env: "LOCKD_CLUSTER_NAME",
+    help: "this cluster's name in the coordinator: letters, digits, '.', '_' or '-', at most 64",
+  },
+  "coordinator-lease": {
+    env: "LOCKD_COORDINATOR_LEASE",
+    default: "2",
+    help: "seconds an active's ownership lease lasts in the coordinator, at least 1: a crashed active is replaced after about this long",
+    seconds: { minMs: 1_000 },
+  },
   "max-clock-skew": {
     env: "LOCKD_MAX_CLOCK_SKEW",
     default: "0.5",

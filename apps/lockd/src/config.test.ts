@@ -286,6 +286,59 @@ describe("lockd configuration: the peer token", () => {
     expect(config([]).peerToken).toBeUndefined();
   });
 
+  it("reads --coordinator with --cluster-name and --coordinator-lease (default 2 s), and refuses what cannot work", () => {
+    const cluster = [...peers, "--insecure"];
+    expect(config(cluster).coordinator).toBeUndefined();
+    expect(
+      config([...cluster, "--coordinator", "etcd://127.0.0.1:2379/lock", "--cluster-name", "eu-1"])
+        .coordinator,
+    ).toEqual({
+      url: "etcd://127.0.0.1:2379/lock",
+      origin: "--coordinator",
+      clusterName: "eu-1",
+      leaseMs: 2_000,
+    });
+    expect(
+      config(cluster, {
+        LOCKD_COORDINATOR: "postgres://lockd@db/locks",
+        LOCKD_CLUSTER_NAME: "a",
+        LOCKD_COORDINATOR_LEASE: "5",
+      }).coordinator?.leaseMs,
+    ).toBe(5_000);
+    expect(() => config(["--coordinator", "etcd://h:1/p", "--cluster-name", "a"])).toThrow(
+      /^--coordinator needs --peers/,
+    );
+    expect(() => config([...cluster, "--coordinator", "etcd://h:1/p"])).toThrow(
+      /^--coordinator needs --cluster-name$/,
+    );
+    expect(() => config([...cluster, "--cluster-name", "a"])).toThrow(/^--cluster-name needs --coordinator$/);
+    expect(() => config([...cluster, "--coordinator", "etcd://h:1/p", "--cluster-name", "a b"])).toThrow(
+      /^--cluster-name: letters, digits/,
+    );
+    expect(() =>
+      config([
+        ...cluster,
+        "--coordinator",
+        "etcd://h:1/p",
+        "--cluster-name",
+        "a",
+        "--coordinator-lease",
+        "0.5",
+      ]),
+    ).toThrow(/--coordinator-lease/);
+    // A password on the command line is visible to every user of the machine; in the environment it is not.
+    expect(() =>
+      config([...cluster, "--coordinator", "postgres://lockd:hunter2@db/locks", "--cluster-name", "a"]),
+    ).toThrow(/^--coordinator: holds a password/);
+    expect(() =>
+      config([...cluster, "--coordinator", "postgres://lockd:hunter2@db/locks", "--cluster-name", "a"]),
+    ).not.toThrow(/hunter2/);
+    expect(
+      config(cluster, { LOCKD_COORDINATOR: "postgres://lockd:pw@db/locks", LOCKD_CLUSTER_NAME: "a" })
+        .coordinator?.url,
+    ).toBe("postgres://lockd:pw@db/locks");
+  });
+
   it("reads the peer token from a file or LOCKD_PEER_TOKEN, with the auth token's rules", () => {
     expect(config([...peers, "--peer-token-file", "/secrets/token"]).peerToken).toBe(
       "s3cret-token-of-26-letters",

@@ -52,11 +52,22 @@ export interface LockdConfig {
   /** The token epoch's node id (0..255); default: the position in --peers, or 0. */
   readonly nodeId: number | undefined;
   readonly maxClockSkewMs: number;
+  /** `--coordinator`, with `--cluster-name` and `--coordinator-lease`; undefined without one. */
+  readonly coordinator: CoordinatorConfig | undefined;
   /**
    * Socket I/O through Node internals (@lock/socket-io's fast paths): about a microsecond less per
    * request, at the price of `process.binding` (DEP0111). Off by default.
    */
   readonly fastIo: boolean;
+}
+
+export interface CoordinatorConfig {
+  /** The store's URL as configured (it may name a credentials file, never hold a password in a flag). */
+  readonly url: string;
+  /** Where the URL came from, for error messages. */
+  readonly origin: string;
+  readonly clusterName: string;
+  readonly leaseMs: number;
 }
 
 export type ParsedCommand =
@@ -80,6 +91,7 @@ export function parseConfig(
   const tls = parseTls(sources);
   const limits = parseLimits(sources, secrets.authToken);
   const cluster = parseCluster(sources, addresses, secrets.peerToken, insecure);
+  const coordinator = parseCoordinator(sources, cluster.peers);
   const runtime = parseRuntime(sources);
   return {
     help: false,
@@ -95,6 +107,7 @@ export function parseConfig(
       limits,
       semaphores: parseSemaphores(sources),
       ...cluster,
+      coordinator,
       ...runtime,
     },
   };
@@ -226,6 +239,41 @@ function parseCluster(
   if (nodeId === undefined && peers && peers.length > MAX_NODE_ID + 1)
     throw new ConfigError(`--peers lists more than ${MAX_NODE_ID + 1} nodes: set --node-id on each`);
   return { peers, heartbeatMs, peerTimeoutMs, nodeId };
+}
+
+/** A cluster name: what goes into the coordinator's keys and rows. */
+const CLUSTER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** --coordinator, --cluster-name and --coordinator-lease. */
+function parseCoordinator(
+  sources: ConfigSources,
+  peers: readonly string[] | undefined,
+): CoordinatorConfig | undefined {
+  const url = sources.setting("coordinator");
+  const name = sources.setting("cluster-name");
+  if (url === undefined || url.text === "") {
+    if (name !== undefined) throw new ConfigError(`${name.origin} needs --coordinator`);
+    return undefined;
+  }
+  // A one-node cluster (--peers naming only this node) may use a coordinator too.
+  if (peers === undefined)
+    throw new ConfigError(`${url.origin} needs --peers (one node may list only itself)`);
+  if (name === undefined) throw new ConfigError(`${url.origin} needs --cluster-name`);
+  if (!CLUSTER_NAME.test(name.text))
+    throw new ConfigError(
+      `${name.origin}: letters, digits, '.', '_' or '-', at most 64, got ${JSON.stringify(name.text)}`,
+    );
+  // A password in a flag would be visible to every user of the machine (`ps`).
+  if (/^[a-z]+:\/\/[^/@]*:[^/@]*@/i.test(url.text) && url.origin.startsWith("--"))
+    throw new ConfigError(
+      `${url.origin}: holds a password; put it in a file or the environment (docs/operations.md, "With a coordinator")`,
+    );
+  return {
+    url: url.text,
+    origin: url.origin,
+    clusterName: name.text,
+    leaseMs: sources.numberOf("coordinator-lease")!,
+  };
 }
 
 /** --semaphores: `PATTERN=N,…`; none by default. */

@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Server as TlsServer } from "node:tls";
-import { EpochStoreError, LockServer, type LockServerOptions } from "@lock/server";
+import { EpochStoreError, LockServer, type LockServerOptions, ReportLimiter } from "@lock/server";
 import { useFastIo } from "@lock/socket-io";
 import { pino } from "pino";
 import { ConfigError, isLoopback } from "./address.js";
@@ -187,7 +187,15 @@ function clusterEvents(
   clusterLog: ClusterLog,
   warnIfEpochAhead: () => void,
 ): ClusterOptions["events"] {
+  // A store that is down fails every renewal and retry: one line per 10 s, with how many it stands for.
+  const unavailable = new ReportLimiter<{ operation: string; error: string }>(({ operation, error }, count) =>
+    log.warn({ operation, error, count }, "coordinator unavailable"),
+  );
   return {
+    // A standby tries for the lease every heartbeat while the active it cannot hear still holds it.
+    leaseRefused: (holder) => log.debug({ holder: holder ?? null }, "ownership lease held by another node"),
+    coordinatorUnavailable: (operation, error) =>
+      unavailable.event({ operation, error: error instanceof Error ? error.message : String(error) }),
     roleChanged: (role, reason, epoch) => {
       metrics.roleChanged(role);
       clusterLog.roleChanged(role, reason, epoch);

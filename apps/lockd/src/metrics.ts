@@ -105,6 +105,18 @@ export class LockdMetrics implements ServerObserver {
       "Epoch raises above a rival active after a partition",
       (c) => c.epochRaises,
     );
+    // With a coordinator: the store must stay off the data path, so this grows with ownership
+    // changes and renewals (about 3 per lease length), never with requests.
+    this.#mirroredCounter(
+      "lockd_coordinator_calls_total",
+      "Calls to the coordination store (lease acquire, renew, release; epochs)",
+      (server) => server.cluster?.ownership?.storeCalls,
+    );
+    this.#gauge(
+      "lockd_coordinator_lease_valid_seconds",
+      "How long this node's ownership lease stays valid by its clock (0 without one)",
+      (server) => (server.cluster?.ownership?.remainingMs() ?? 0) / 1000,
+    );
     const metrics = this;
     new Gauge({
       name: "lockd_replication_lag_ops",

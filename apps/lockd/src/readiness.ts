@@ -63,6 +63,8 @@ export function readiness(input: ReadinessInput): Readiness {
 function holdReason({ heldFor, holdingUntilMs }: ReadinessInput): string {
   if (heldFor === "stall")
     return "active but holding grants: confirming it is still the active after a stall";
+  if (heldFor === "lease")
+    return "active but holding grants: its ownership lease is not confirmed by the coordinator";
   if (heldFor === "clock" && holdingUntilMs !== undefined)
     return `active but holding grants until ${new Date(holdingUntilMs).toISOString()}: its new epoch is ahead of its clock`;
   return "active but holding grants (after a stall or an epoch ahead of the clock)";

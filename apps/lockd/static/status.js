@@ -166,12 +166,31 @@ function renderSummary(status) {
     status.role === "standby" && status.epochOf ? `the active's, ${status.epoch}` : status.epoch;
   epoch.replaceChildren(readable, whose);
   epoch.title = epochTitle(status.epoch);
+  renderCoordinator(status.coordinator);
   $("keys-held").textContent = formatCount(status.keysHeld);
   $("waiters").textContent = formatCount(status.waiters);
   $("grants-rate").textContent = formatRate(status.grantsPerSecond);
   $("connections").textContent = formatCount(status.connections);
   $("uptime").textContent = formatMs(status.uptimeMs);
   holders.showCount(status.keysHeld);
+}
+
+/** With --coordinator: who holds the cluster's lease by the store, for how long, and the last epoch taken. */
+function renderCoordinator(coordinator) {
+  $("coordinator-card").hidden = !coordinator;
+  if (!coordinator) return;
+  const lease = document.createElement("span");
+  lease.textContent =
+    coordinator.holderError !== undefined
+      ? "lease holder unknown"
+      : coordinator.leaseHolder
+        ? `lease: ${coordinator.leaseHolder.split(" ")[0]}, ${formatMs(coordinator.leaseRemainingMs ?? 0)} left`
+        : "lease: nobody";
+  const sub = document.createElement("span");
+  sub.className = "sub muted";
+  sub.textContent = `${coordinator.store}, cluster ${coordinator.cluster}, last epoch ${coordinator.lastEpoch ?? "none"}`;
+  $("coordinator").replaceChildren(lease, sub);
+  $("coordinator").title = coordinator.holderError ?? "";
 }
 
 function renderContended(status) {

@@ -1,4 +1,10 @@
-export { MemoryCoordinationStore } from "./coordination/memory-store.js";
+export type { CoordinationOptions } from "./cluster/index.js";
+export { CoordinationState, MemoryCoordinationStore } from "./coordination/memory-store.js";
+export {
+  DEFAULT_OWNERSHIP_LEASE_MS,
+  DEFAULT_OWNERSHIP_MARGIN_MS,
+  ownershipHolder,
+} from "./coordination/ownership.js";
 export type {
   CoordinationStore,
   LeaseInfo,
@@ -46,7 +52,7 @@ export { EpochStoreError, MemoryEpochStore } from "./epoch/epoch-store.js";
 export type { ServerLimits } from "./limits.js";
 export { DEFAULT_SERVER_LIMITS, resolveLimits, TIMER_MAX_MS } from "./limits.js";
 export { SecretChecker } from "./net/auth.js";
-export type { LockServerOptions, TlsFiles } from "./net/server.js";
+export type { LockClusterOptions, LockServerOptions, TlsFiles } from "./net/server.js";
 export { DEFAULT_PORT, LockServer } from "./net/server.js";
 export type { AcquireSink, HolderTable, HoldReason, LockNodeOptions, NodeHooks, NodeRole } from "./node.js";
 export { LockNode } from "./node.js";

@@ -37,7 +37,7 @@ export interface AcquireSink {
 export type { NodeRole } from "@lock/protocol";
 
 /** Why an active does not serve for a while (`LockNode.hold`). */
-export type HoldReason = "clock" | "stall";
+export type HoldReason = "clock" | "stall" | "lease";
 
 /** What a cluster adds to a node's own behaviour (`LockNodeOptions.hooks`); a single node has none. */
 export interface NodeHooks {
@@ -50,6 +50,11 @@ export interface NodeHooks {
    * it is journaled: the cluster announces the epoch (`!P`) ahead of that grant.
    */
   epochRenewed?(epoch: bigint): void;
+  /**
+   * With a coordinator: the spare epoch taken from the store for a sequence that runs out (this
+   * node's own epoch plan must not mint one). Undefined without a coordinator.
+   */
+  spareEpoch?(): bigint | undefined;
   /** On a standby: the epoch of the active it follows, as its heartbeats say; undefined while it follows none. */
   followedEpoch?(): bigint | undefined;
   /**
@@ -353,6 +358,16 @@ export class LockNode {
     return plan.epoch;
   }
 
+  /**
+   * Cluster, with a coordinator: issues tokens from `epoch`, taken from the store's counter (above
+   * every epoch known; stored here before the first grant from it). No clock hold: the store's
+   * counter, not the clock, orders it after every earlier epoch.
+   */
+  useEpoch(epoch: bigint): void {
+    this.#epochs.learn(epoch);
+    this.#engine.moveToEpoch(epoch);
+  }
+
   /** Cluster: records an epoch heard from a peer (stored before this returns when it is a new highest). */
   learnEpoch(epoch: bigint): LearnOutcome {
     return this.#epochs.learn(epoch);
@@ -361,8 +376,7 @@ export class LockNode {
   /** Cluster: stops granting (see the class comment) until `endHold(reason)`; holds nest by reason. */
   hold(reason: HoldReason): void {
     this.#holds.add(reason);
-    this.#timer.stop();
-    this.#wasServing = false;
+    this.#servingChanged();
   }
 
   endHold(reason: HoldReason): void {
@@ -376,7 +390,8 @@ export class LockNode {
 
   /** Why the node does not serve right now, if it is a held active. */
   get heldFor(): HoldReason | undefined {
-    return this.#holds.has("stall") ? "stall" : this.#holds.has("clock") ? "clock" : undefined;
+    for (const reason of ["stall", "lease", "clock"] as const) if (this.#holds.has(reason)) return reason;
+    return undefined;
   }
 
   isHeld(reason: HoldReason): boolean {
@@ -408,6 +423,7 @@ export class LockNode {
 
   #servingChanged(): void {
     const serving = this.serving;
+    this.#engine.setGranting(serving);
     if (serving) this.#timer.start();
     else this.#timer.stop();
     if (serving && !this.#wasServing) this.#hooks.serving?.();
@@ -427,7 +443,9 @@ export class LockNode {
 
   /** A sequence ran out: the next epoch is taken at once (no wait; see docs/consistency.md). */
   #renewEpoch(): bigint {
-    const epoch = this.#epochs.take(true).epoch;
+    const spare = this.#hooks.spareEpoch?.();
+    if (spare !== undefined) this.#epochs.learn(spare);
+    const epoch = spare ?? this.#epochs.take(true).epoch;
     this.#hooks.epochRenewed?.(epoch);
     return epoch;
   }

@@ -1,4 +1,5 @@
 import type { NodeRole } from "@lock/protocol";
+import type { CoordinationStore } from "../coordination/store.js";
 import type { LinkFactory } from "./link.js";
 import type { ClusterTiming } from "./membership.js";
 import type { PeerKey } from "./peer/peer-auth.js";
@@ -6,7 +7,7 @@ import type { PeerKey } from "./peer/peer-auth.js";
 /** The server-side operations a role change needs. */
 export interface ClusterServerHooks {
   /** Answers every queued acquire with `M` to `address` and drops it. */
-  redirectPending(address: string): void;
+  redirectPending(address: string | undefined): void;
   /** Stops (and resumes) reading client requests: a handoff must not grant while it runs. */
   pauseClients(): void;
   resumeClients(): void;
@@ -26,6 +27,18 @@ export interface ClusterOptions {
   readonly handoffTimeoutMs: number;
   /** The most holders a peer's snapshot may carry: this node's key limit (it could not hold more). */
   readonly maxSnapshotHolders: number;
+  /** With `--coordinator`: the store, and this node's name and lease there. Without: heartbeats alone. */
+  readonly coordination?: CoordinationOptions;
+}
+
+export interface CoordinationOptions {
+  readonly store: CoordinationStore;
+  /** `--cluster-name`. */
+  readonly cluster: string;
+  /** This process's holder name (`ownershipHolder`). */
+  readonly holder: string;
+  readonly leaseMs: number;
+  readonly marginMs: number;
 }
 
 export interface ClusterEvents {
@@ -57,4 +70,8 @@ export interface ClusterEvents {
    * is reported lost only once the listening period is over (until then its silence may be ours).
    */
   peerLiveness(address: string, live: boolean, role: NodeRole | undefined): void;
+  /** With a coordinator: another node (`holder`) has the ownership lease this node tried to take. */
+  leaseRefused?(holder: string | undefined): void;
+  /** With a coordinator: a store call failed (`operation` is retried). */
+  coordinatorUnavailable?(operation: string, error: unknown): void;
 }

@@ -41,9 +41,10 @@ export function createClusterNode(options: ClusterNodeOptions): ClusterNode {
     startAs: "standby",
     // Called only once the node runs (a standby neither serves nor renews an epoch while built).
     hooks: {
-      beforeDeadlines: () => cluster?.guardStall(),
+      beforeDeadlines: () => cluster?.guardGrants(),
       serving: () => options.events.serving(node.epoch),
       epochRenewed: (epoch) => replicator.announceEpoch(epoch),
+      spareEpoch: () => cluster?.ownership?.takeSpare(),
       followedEpoch: () => cluster?.followedEpoch(),
       lockModesRefusal: () => cluster?.lockModesRefusal(),
     },

@@ -1,4 +1,5 @@
 import type { Timer } from "@lock/deadline-heap";
+import { Ownership } from "../coordination/ownership.js";
 import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
 import { IncomingPeers } from "./incoming-peers.js";
@@ -33,6 +34,8 @@ export class Cluster {
   readonly #stall: StallGuard;
   readonly #roles: RoleChanges;
   readonly #incoming: IncomingPeers;
+  /** With a coordinator: the ownership lease (docs/consistency.md, "With a coordinator"). */
+  readonly ownership: Ownership | undefined;
   #timer: Timer | undefined;
   /** `stop()` began: this node takes no role it would have to hand straight back. */
   #stopping = false;
@@ -67,6 +70,19 @@ export class Cluster {
       follow: (address) => this.#roles.follow(address),
       now: () => node.clock.now(),
     });
+    const coordination = options.coordination;
+    this.ownership = coordination
+      ? new Ownership({
+          ...coordination,
+          clock: node.clock,
+          timers: node.timers,
+          events: {
+            validityChanged: () => this.#roles.leaseValidityChanged(),
+            lost: (holder) => this.#roles.leaseLost(holder),
+            unavailable: (operation, error) => events.coordinatorUnavailable?.(operation, error),
+          },
+        })
+      : undefined;
     this.#roles = new RoleChanges({
       node,
       replicator,
@@ -76,6 +92,9 @@ export class Cluster {
       standby: this.#standby,
       links: this.#links.byIndex,
       handoffTimeoutMs: options.handoffTimeoutMs,
+      ownership: this.ownership,
+      stopping: () => this.#stopping,
+      apply: (effect) => this.#apply(effect),
     });
     this.#incoming = new IncomingPeers({
       key: options.key,
@@ -118,7 +137,11 @@ export class Cluster {
       if (this.#node.role === "standby") this.#links.sendHeartbeat(this.#roles.handingOff);
       this.#links.closeAll();
       this.#reports.flush();
-      then();
+      // A lease still held goes back now, so the next active need not wait for it to expire.
+      if (this.ownership?.held) {
+        this.#node.setRole("standby", undefined);
+        void this.ownership.release().then(then);
+      } else then();
     };
     if (this.#node.role !== "active" || this.#roles.busy) {
       close();
@@ -163,9 +186,18 @@ export class Cluster {
   /** Why shared holders and permits cannot be granted (a linked peer of protocol 1), if so. */
   lockModesRefusal = (): string | undefined => lockModesRefusal(this.#links.byIndex.values());
 
-  /** Checks for a stall of this process (StallGuard); called before any client byte or deadline. */
-  guardStall(): void {
-    const gapMs = this.#stall.check(this.#node.clock.now());
+  /**
+   * Called before any client byte or deadline is handled (after a SIGCONT the event loop runs I/O
+   * before timers): with a coordinator, an active whose lease is not valid by its clock holds;
+   * without, a stall of this process (StallGuard) holds an active.
+   */
+  guardGrants(): void {
+    const now = this.#node.clock.now();
+    if (this.ownership) {
+      if (this.#node.role === "active" && !this.ownership.valid(now)) this.#node.hold("lease");
+      return;
+    }
+    const gapMs = this.#stall.check(now);
     if (gapMs === undefined) return;
     // An active grants nothing until one peer timeout of fresh heartbeats confirmed its role
     // (or demoted it, or moved it above a rival's epoch): see #tick.
@@ -174,7 +206,7 @@ export class Cluster {
   }
 
   #tick(): void {
-    this.guardStall();
+    this.guardGrants();
     this.#stall.ticked(this.#node.clock.now());
     this.#links.sendHeartbeat(this.#roles.handingOff);
     for (const peer of this.#membership.livenessChanges())

@@ -5,7 +5,7 @@
  * net/ to this file); the simulator in cluster/sim/ composes the same parts over its network.
  */
 export type { Cluster } from "./cluster.js";
-export type { ClusterEvents, ClusterServerHooks } from "./cluster-api.js";
+export type { ClusterEvents, ClusterServerHooks, CoordinationOptions } from "./cluster-api.js";
 export { type ClusterNode, type ClusterNodeOptions, createClusterNode } from "./cluster-node.js";
 export { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "./membership.js";
 export { PeerKey } from "./peer/peer-auth.js";

@@ -1,4 +1,5 @@
 import { tokenEpoch } from "@lock/protocol";
+import type { Ownership } from "../coordination/ownership.js";
 import { EpochExhaustedError } from "../epoch/epoch-plan.js";
 import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterServerHooks } from "./cluster-api.js";
@@ -18,6 +19,12 @@ export interface RoleDeps {
   /** Outgoing links by peer index (a handoff goes out on the successor's). */
   readonly links: ReadonlyMap<number, ClusterLink>;
   readonly handoffTimeoutMs: number;
+  /** With a coordinator: this node's ownership lease, which alone makes it the active. */
+  readonly ownership: Ownership | undefined;
+  /** The node is shutting down: it takes no role it would have to hand back. */
+  readonly stopping: () => boolean;
+  /** Carries out an effect that a store call's answer left (they arrive between events). */
+  readonly apply: (effect: RoleEffect | undefined) => void;
 }
 
 /**
@@ -112,9 +119,15 @@ export class RoleChanges {
       case "promote":
         return this.promote("no live active or higher-priority node");
       case "demote":
-        this.#demote(decision.to);
+        // With a coordinator the lease decides: a peer that claims the role without it stops
+        // granting when its lease runs out, and this node steps down only when it loses its own.
+        if (!this.#deps.ownership) this.#demote(decision.to);
         return undefined;
       case "raise-epoch": {
+        if (this.#deps.ownership) {
+          this.#raiseFromStore(this.#deps.ownership, decision.above);
+          return undefined;
+        }
         const epoch = this.#takeEpoch(this.informed());
         if (epoch === undefined) return undefined;
         this.#deps.replicator.announceEpoch(epoch);
@@ -141,15 +154,29 @@ export class RoleChanges {
   takeHandoff(from: string): RoleEffect | undefined {
     const peer = this.#deps.membership.peerByAddress(from);
     if (peer) this.#deps.membership.steppedDown(peer);
+    // While the lease is taken, clients connected here wait in their sockets.
+    if (this.#deps.ownership) this.#deps.hooks.pauseClients();
     return this.promote("handoff", true);
   }
 
-  /** Becomes the active with an epoch above every epoch known, so its tokens exceed all earlier ones. */
+  /**
+   * Becomes the active with an epoch above every epoch known, so its tokens exceed all earlier ones.
+   * With a coordinator, only once it holds the ownership lease, with an epoch from the store
+   * (`#promoteWithLease`): nothing changes before that.
+   */
   promote(reason: string, informed = this.informed()): RoleEffect | undefined {
     // Replicated holders' tokens are known epochs too (a `!P` may not have reached this node).
     this.learn(this.#deps.membership.selfAddress, tokenEpoch(this.#deps.node.holderTable.maxHeldToken()));
+    if (this.#deps.ownership) {
+      this.#promoteWithLease(this.#deps.ownership, reason);
+      return undefined;
+    }
     const epoch = this.#takeEpoch(informed);
     if (epoch === undefined) return undefined;
+    return this.#becomeActive(reason, epoch);
+  }
+
+  #becomeActive(reason: string, epoch: bigint): RoleEffect {
     this.#deps.standby.detach();
     this.#deps.replicator.stopAll();
     this.#deps.replicator.enabled = true;
@@ -176,7 +203,7 @@ export class RoleChanges {
   }
 
   /** Stops being the active: nothing more is replicated, queued acquires go to `address`. */
-  #stepDownTo(address: string, { keepTable }: { keepTable: boolean }): void {
+  #stepDownTo(address: string | undefined, { keepTable }: { keepTable: boolean }): void {
     this.#deps.replicator.enabled = false;
     this.#deps.replicator.stopAll();
     this.#deps.node.setRole("standby", undefined);
@@ -202,6 +229,13 @@ export class RoleChanges {
     this.#deps.hooks.pauseClients();
     // No lease may expire (and hand its key to a waiter) here: the successor already has the table.
     this.#deps.node.setRole("standby", undefined);
+    const send = () => this.#sendHandoff(to, reason, link, done);
+    // With a coordinator the lease goes first, so the successor can take it at once.
+    if (this.#deps.ownership) void this.#deps.ownership.release().then(send);
+    else send();
+  }
+
+  #sendHandoff(to: PeerState, reason: string, link: ClusterLink, done: () => void): void {
     // The successor takes an epoch above everything this node knows of, not just its own epoch.
     this.#deps.replicator.handoff(
       link,
@@ -222,6 +256,16 @@ export class RoleChanges {
 
   /** Acknowledged: step down for `to`. Not: serve again, above any epoch heard meanwhile. */
   #handoffEnded(to: PeerState, reason: string, acked: boolean): void {
+    if (!acked && this.#deps.ownership) {
+      // The lease is given up already: whoever takes it next is the active (maybe this node again).
+      this.#stepDownTo(undefined, { keepTable: true });
+      this.#deps.events.roleChanged(
+        "standby",
+        `handoff to ${to.address} not acknowledged`,
+        this.#deps.node.epoch,
+      );
+      return;
+    }
     if (!acked) {
       this.#deps.node.setRole("active", this.#deps.membership.selfAddress);
       // Epochs heard while handing off raised nothing: move above them before serving again.
@@ -234,5 +278,90 @@ export class RoleChanges {
     this.#deps.membership.assumeRole(to, "active");
     this.counters.handoffs += 1;
     this.#deps.events.roleChanged("standby", `handed off to ${to.address}: ${reason}`, this.#deps.node.epoch);
+  }
+
+  // With a coordinator (docs/consistency.md, "With a coordinator").
+
+  /**
+   * Takes the ownership lease and a store epoch, then becomes the active; stays a standby if
+   * another node holds the lease or the store cannot be reached (the next tick tries again). Busy
+   * meanwhile, so nothing else is decided. Clients paused for a handoff resume either way.
+   */
+  #promoteWithLease(ownership: Ownership, reason: string): void {
+    const node = this.#deps.node;
+    this.#busy = true;
+    // Meanwhile clients get NO_ACTIVE here, not a redirect to the active it replaces (which may
+    // send them straight back while it learns of this node).
+    this.follow(undefined);
+    ownership.acquire(node.highestEpoch).then(
+      (result) => {
+        this.#busy = false;
+        if (!result.owned) {
+          this.#deps.events.leaseRefused?.(result.holder);
+        } else if (this.#deps.stopping() || node.role === "active") {
+          void ownership.release();
+        } else {
+          node.useEpoch(result.epoch);
+          if (!ownership.valid()) node.hold("lease");
+          this.#deps.apply(this.#becomeActive(reason, result.epoch));
+        }
+        this.#deps.hooks.resumeClients();
+      },
+      (error: unknown) => {
+        this.#busy = false;
+        this.#deps.events.coordinatorUnavailable?.("take the ownership lease", error);
+        this.#deps.hooks.resumeClients();
+      },
+    );
+  }
+
+  /**
+   * An active that learned of an epoch above its own: it grants nothing until it has a store epoch
+   * above it. If another node took the lease meanwhile, the renewal says so (`leaseLost`).
+   */
+  #raiseFromStore(ownership: Ownership, above: bigint): void {
+    const node = this.#deps.node;
+    this.#busy = true;
+    node.hold("lease");
+    ownership.takeEpoch(above).then(
+      (epoch) => {
+        this.#busy = false;
+        if (node.role !== "active" || epoch <= node.epoch) return;
+        node.useEpoch(epoch);
+        this.#deps.replicator.announceEpoch(epoch);
+        this.counters.epochRaises += 1;
+        this.#deps.events.roleChanged("active", `raised epoch above ${above} (from the coordinator)`, epoch);
+        this.leaseValidityChanged();
+      },
+      (error: unknown) => {
+        this.#busy = false;
+        this.#deps.events.coordinatorUnavailable?.("take an epoch", error);
+      },
+    );
+  }
+
+  /** The lease may have become valid or lapsed: an active grants only while it is valid. */
+  leaseValidityChanged(): void {
+    const ownership = this.#deps.ownership;
+    const node = this.#deps.node;
+    if (!ownership || node.role !== "active" || this.#busy) return;
+    if (ownership.valid() && node.highestEpoch <= node.epoch) node.endHold("lease");
+    else node.hold("lease");
+  }
+
+  /**
+   * The store says this node's lease is gone: it is a standby at once. It follows nobody until
+   * heartbeats name the next active: the lease's new holder may not serve yet (it still takes its
+   * epochs, or its answer was lost and it never will), and it may be following this node still.
+   */
+  leaseLost(holder: string | undefined): void {
+    if (this.#deps.node.role !== "active" || this.#handingOff) return;
+    this.#stepDownTo(undefined, { keepTable: true });
+    this.counters.demotions += 1;
+    this.#deps.events.roleChanged(
+      "standby",
+      `lost the ownership lease${holder === undefined ? "" : ` to ${holder}`}`,
+      this.#deps.node.epoch,
+    );
   }
 }

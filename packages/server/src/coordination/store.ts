@@ -27,10 +27,11 @@ export interface CoordinationStore {
   readEpoch(): Promise<bigint>;
 
   /**
-   * Takes `cluster`'s ownership lease for `holder` for `ttlMs`, if nobody holds it, its holder's
-   * lease has expired by the store's clock, or `holder` itself holds it (an earlier acquire whose
-   * answer was lost: the lease is then taken afresh). `holder` names one process incarnation (an
-   * address and a random id), never just an address. The store keeps the lease at least `ttlMs`
+   * Takes `cluster`'s ownership lease for `holder` for `ttlMs`, if nobody holds it or its holder's
+   * lease has expired by the store's clock. If `holder` itself holds it (an earlier acquire whose
+   * answer was lost, or one that arrives late), that same lease (same `handle`) is extended and
+   * returned: a late duplicate must never replace the lease its holder renews. `holder` names one
+   * process incarnation (an address and a random id), never just an address. The store keeps the lease at least `ttlMs`
    * from the moment it handled the call (longer is allowed: etcd rounds up to whole seconds).
    */
   acquireLease(cluster: string, holder: string, ttlMs: number): Promise<LeaseOutcome>;

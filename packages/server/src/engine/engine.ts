@@ -78,6 +78,8 @@ export class LockEngine<P> {
   readonly #contended = new Set<KeyState<P>>();
   /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
   #deferDeadlines = false;
+  /** False while the node does not serve (a standby, a handoff, a hold): see `setGranting`. */
+  #granting = true;
   readonly counters: EngineCounters = {
     grants: 0,
     handoffs: 0,
@@ -348,6 +350,19 @@ export class LockEngine<P> {
     const deadline = this.#clock.now() + leaseMs;
     if (this.#deferDeadlines) holder.deadline = deadline;
     else this.#heap.schedule(holder, deadline);
+  }
+
+  /**
+   * Whether a waiter that leaves the head of its queue (its connection closed) lets the next ones
+   * be granted. Off while the node does not serve: a standby, an active handing off (its waiters are
+   * being redirected, and one granted now would be unknown to the successor), an active held
+   * (a stall, a lapsed ownership lease). Turned back on, the heads that can hold now are granted.
+   * Every other way to grant (acquire, release, cancel, expiry) is already refused or not run then.
+   */
+  setGranting(granting: boolean): void {
+    if (granting === this.#granting) return;
+    this.#granting = granting;
+    if (granting) for (const state of [...this.#contended]) this.#grantWaiting(state);
   }
 
   /**
@@ -794,7 +809,7 @@ export class LockEngine<P> {
     const wasHead = state.head === waiter;
     this.#dropWaiter(waiter);
     then?.();
-    if (wasHead && this.#keys.get(state.key) === state) this.#grantWaiting(state);
+    if (wasHead && this.#granting && this.#keys.get(state.key) === state) this.#grantWaiting(state);
   }
 
   #dropWaiter(waiter: Waiter<P>): void {

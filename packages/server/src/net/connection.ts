@@ -92,7 +92,7 @@ export class ClientConnection {
     this.#intake = new RequestIntake(socket, ctx.limits.maxRequestsPerTurn, {
       // After a stall this process may have been replaced as the active: check before serving a byte.
       beginRun: () => {
-        this.#ctx.cluster?.guardStall();
+        this.#ctx.cluster?.guardGrants();
         this.#output.hold(true);
       },
       runPart: (part) => this.#runPart(part),
@@ -192,7 +192,7 @@ export class ClientConnection {
   }
 
   /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
-  redirectPending(address: string): void {
+  redirectPending(address: string | undefined): void {
     this.#verbs.redirectPending(address);
   }
 

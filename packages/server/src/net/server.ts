@@ -14,6 +14,7 @@ import {
   type ClusterEvents,
   type ClusterNode,
   type ClusterTiming,
+  type CoordinationOptions,
   createClusterNode,
   DEFAULT_CLUSTER_TIMING,
   PeerKey,
@@ -90,6 +91,11 @@ export interface LockClusterOptions {
   readonly events?: Partial<ClusterEvents>;
   /** TLS options for dialling peers (e.g. `ca`), when the cluster runs TLS. */
   readonly tls?: ConnectionOptions;
+  /**
+   * With a coordination store (`lockd --coordinator`): a node is the active only while it holds
+   * the cluster's ownership lease there, and takes its epochs from the store's counter.
+   */
+  readonly coordination?: CoordinationOptions;
 }
 
 export const DEFAULT_PORT = 7420;
@@ -379,7 +385,8 @@ function buildNode(
     return { node: new LockNode({ ...node, ...(options.journal ? { journal: options.journal } : {}) }) };
   const timing = { ...DEFAULT_CLUSTER_TIMING, ...cluster.timing };
   // Undefined: an empty key, so anyone who reaches the port can join (lockd: only with --insecure).
-  const key = new PeerKey(cluster.peerToken);
+  const coordination = cluster.coordination;
+  const key = new PeerKey(cluster.peerToken, undefined, coordination?.cluster);
   return createClusterNode({
     node,
     cluster: {
@@ -396,6 +403,7 @@ function buildNode(
         maxBufferedBytes: PEER_MAX_BUFFERED_BYTES,
       }),
       handoffTimeoutMs: cluster.handoffTimeoutMs ?? 2_000,
+      ...(cluster.coordination ? { coordination: cluster.coordination } : {}),
     },
     hooks: {
       redirectPending: (address) => {

@@ -83,10 +83,16 @@ export class LockVerbs implements AcquireSink {
     this.close();
   }
 
-  /** Answers every queued acquire with a redirect to `address` and drops it (role change). */
-  redirectPending(address: string): void {
+  /**
+   * Answers every queued acquire with a redirect to `address` and drops it (role change); with no
+   * address (a lost ownership lease, no successor known yet), with `NO_ACTIVE`.
+   */
+  redirectPending(address: string | undefined): void {
     for (const { key, id } of this.#ctx.node.sessionWaiters(this.#session)) {
-      this.#send({ kind: "M", op: this.#acquireOp(id), key, address, id });
+      const op = this.#acquireOp(id);
+      if (address === undefined)
+        this.error(op, key, id, "NO_ACTIVE", "this node stopped being the active; retry shortly");
+      else this.#send({ kind: "M", op, key, address, id });
     }
     this.close();
   }
@@ -332,7 +338,9 @@ export class LockVerbs implements AcquireSink {
           ? "this node is confirming it is still the active after a stall; retry shortly"
           : held === "clock"
             ? "this node's new token epoch starts within seconds (docs/consistency.md); retry shortly"
-            : "no active node is known yet; retry shortly";
+            : held === "lease"
+              ? "this node's ownership lease is not confirmed by the coordinator right now; retry shortly"
+              : "no active node is known yet; retry shortly";
       this.error(request.op, key, id, "NO_ACTIVE", message);
     } else {
       this.#send({ kind: "M", op: request.op, key, address, id });

@@ -99,7 +99,10 @@ export class ListenerHandshake {
       listenerNonce: hello.listenerNonce,
     };
     if (!this.#key.verify("dialer", transcript, frame.proof)) {
-      return this.#refuse("PEER_AUTH_FAILED", "wrong proof of the peer token", hello.node);
+      const what = this.#key.coordinated
+        ? "wrong proof of the peer token (or a node without --coordinator, or of another --cluster-name)"
+        : "wrong proof of the peer token";
+      return this.#refuse("PEER_AUTH_FAILED", what, hello.node);
     }
     this.#over = true;
     return {

@@ -18,4 +18,15 @@ describe("PeerKey", () => {
     expect(new PeerKey(undefined).insecure).toBe(true);
     expect(key.insecure).toBe(false);
   });
+
+  it("with a coordinator, binds every proof to the cluster's name: a node without one, or of another cluster, cannot join", () => {
+    const transcript = { dialer: "a:1", listener: "b:2", dialerNonce: nonce(), listenerNonce: nonce() };
+    const eu = new PeerKey(PEER_TOKEN, undefined, "eu-1");
+    const proof = eu.proof("dialer", transcript);
+    expect(new PeerKey(PEER_TOKEN, undefined, "eu-1").verify("dialer", transcript, proof)).toBe(true);
+    expect(new PeerKey(PEER_TOKEN).verify("dialer", transcript, proof)).toBe(false);
+    expect(new PeerKey(PEER_TOKEN, undefined, "eu-2").verify("dialer", transcript, proof)).toBe(false);
+    expect(eu.coordinated).toBe(true);
+    expect(new PeerKey(PEER_TOKEN).coordinated).toBe(false);
+  });
 });

@@ -33,14 +33,24 @@ function randomNonce(): string {
 export class PeerKey {
   readonly #key: Buffer;
   readonly #nonce: () => string;
+  readonly #label: string;
 
   /**
    * `token` undefined: no peer token, the handshake authenticates nobody (see the class comment).
    * `nonce`: where fresh nonces come from (random bytes; the simulator draws them from its seed).
+   * `clusterName`: with a coordinator, the cluster's name; it goes into every proof, so a node
+   * configured without a coordinator, or for another cluster, cannot join (it would promote by
+   * heartbeats alone beside nodes that wait for the lease). Without one the proofs are as before.
    */
-  constructor(token: string | undefined, nonce: () => string = randomNonce) {
+  constructor(token: string | undefined, nonce: () => string = randomNonce, clusterName?: string) {
     this.#key = Buffer.from(token ?? "", "utf8");
     this.#nonce = nonce;
+    this.#label = clusterName === undefined ? PROOF_LABEL : `${PROOF_LABEL} coordinated ${clusterName}`;
+  }
+
+  /** The proofs cover a coordinator and cluster name (see the constructor). */
+  get coordinated(): boolean {
+    return this.#label !== PROOF_LABEL;
   }
 
   /** True when there is no peer token: every handshake with an empty key succeeds. */
@@ -57,7 +67,7 @@ export class PeerKey {
   proof(side: PeerSide, transcript: PeerTranscript): string {
     const { dialer, listener, dialerNonce, listenerNonce } = transcript;
     return createHmac("sha256", this.#key)
-      .update(`${PROOF_LABEL} ${side} ${dialer} ${listener} ${dialerNonce} ${listenerNonce}`, "utf8")
+      .update(`${this.#label} ${side} ${dialer} ${listener} ${dialerNonce} ${listenerNonce}`, "utf8")
       .digest("hex");
   }
 

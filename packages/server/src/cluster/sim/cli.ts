@@ -4,12 +4,13 @@ import { parseArgs } from "node:util";
 import { MUTATIONS, type Mutation, type SimResult, simulate } from "./simulator.js";
 
 /**
- * `pnpm sim [--seeds N] [--seed S] [--from F] [--nodes K] [--steps M] [--mutation X] [--log]`:
+ * `pnpm sim [--seeds N] [--seed S] [--from F] [--nodes K] [--steps M] [--mutation X] [--coordinated] [--log]`:
  * runs seeded cluster schedules (simulator.ts) and prints, for each failing seed, the command that
  * replays it and the schedule's faults. Exit 1 if any schedule failed.
  */
 const USAGE = `usage: pnpm sim [--seeds N] [--seed S | --from F] [--nodes K] [--steps M] [--clients C]
-                [--mutation none|same-node-id|clock-behind|peer-token-mismatch|writer-beside-reader|fresh-retry-id] [--log]
+                [--mutation none|same-node-id|clock-behind|peer-token-mismatch|writer-beside-reader|fresh-retry-id|lease-overrun]
+                [--coordinated] [--log]
   --seeds N     schedules to run (default 1000), seeds F, F+1, ...
   --from F      first seed (default: random, printed)
   --seed S      run only seed S (with --log: every role change and grant)
@@ -17,7 +18,9 @@ const USAGE = `usage: pnpm sim [--seeds N] [--seed S | --from F] [--nodes K] [--
   --steps M     faults per schedule (default 8)
   --mutation X  break a token-epoch rule (same-node-id, clock-behind), the peer handshake
                 (peer-token-mismatch), the lock modes' rule (writer-beside-reader) or the client
-                (fresh-retry-id: retries under a new request id) on purpose: the checker must then fail`;
+                (fresh-retry-id: retries under a new request id) or the ownership lease (lease-overrun,
+                with --coordinated) on purpose: the checker must then fail
+  --coordinated a store decides who is active (ownership leases, store epochs), with store faults`;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -29,6 +32,7 @@ async function main(): Promise<number> {
       steps: { type: "string" },
       clients: { type: "string" },
       mutation: { type: "string" },
+      coordinated: { type: "boolean" },
       log: { type: "boolean" },
       help: { type: "boolean" },
     },
@@ -51,7 +55,8 @@ async function main(): Promise<number> {
   const single = values.seed !== undefined;
   const from = single ? number("seed", values.seed, 0) : number("from", values.from, randomInt(1, 2 ** 31));
   const count = single ? 1 : number("seeds", values.seeds, 1_000);
-  const shape = `--nodes ${nodes} --steps ${steps} --clients ${clients}${mutation === "none" ? "" : ` --mutation ${mutation}`}`;
+  const coordinated = values.coordinated === true;
+  const shape = `--nodes ${nodes} --steps ${steps} --clients ${clients}${mutation === "none" ? "" : ` --mutation ${mutation}`}${coordinated ? " --coordinated" : ""}`;
   if (!single) console.log(`seeds ${from}..${from + count - 1} (${shape})`);
   const started = performance.now();
   let failed = 0;
@@ -62,6 +67,7 @@ async function main(): Promise<number> {
       steps,
       clients,
       mutation,
+      coordinated,
       ...(single && values.log ? { log: (line: string) => console.log(line) } : {}),
     });
     if (result.ok) continue;

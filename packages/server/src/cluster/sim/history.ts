@@ -15,7 +15,10 @@
  * - waiters queued on one node for one key are granted in the order they queued;
  * - after the last heal exactly one node is active and every standby's table equals the active's;
  * - no client operation is left unsettled, and none fails in a way a fault cannot explain (an
- *   acquire or a release refused by the server, a protocol error).
+ *   acquire or a release refused by the server, a protocol error);
+ * - with a coordinator, more: a node grants only while the store says it holds the ownership
+ *   lease, never two nodes serve at once (no window at all), and every new token exceeds every
+ *   token issued before it, whatever the node knew.
  *
  * The client operations are those of the real @lock/client (sim-app.ts), named by the workload
  * (`c0#3`); the grants are what the nodes sent, with request ids named by RequestLabels.
@@ -51,6 +54,8 @@ export class History {
   readonly #lonePromotions = new Map<string, number>();
   #window: number | undefined;
   #windows = 0;
+  /** Coordinated runs: the highest token issued so far. */
+  #highestToken = 0n;
   readonly counts = {
     grants: 0,
     timeouts: 0,
@@ -76,8 +81,11 @@ export class History {
   readonly #pending = new Set<string>();
   #now: () => number;
 
-  constructor(now: () => number) {
+  readonly #coordinated: boolean;
+
+  constructor(now: () => number, coordinated = false) {
     this.#now = now;
+    this.#coordinated = coordinated;
   }
 
   fail(what: string): void {
@@ -89,12 +97,14 @@ export class History {
     if (count >= 2 && this.#window === undefined) {
       this.#window = ++this.#windows;
       this.counts.windows += 1;
+      if (this.#coordinated) this.fail(`${count} nodes serve at once with a coordinator`);
     } else if (count < 2) this.#window = undefined;
   }
 
   /**
    * `toldEpoch`: the highest epoch that had reached `node` (its own included). `term`: the node's
-   * run as the active, checked against a lone promotion's promise.
+   * run as the active, checked against a lone promotion's promise. `leased` (coordinated runs): the
+   * store says `node` holds the ownership lease at this instant.
    */
   issued(
     term: string,
@@ -104,6 +114,7 @@ export class History {
     id: string | undefined,
     leaseMs: number,
     toldEpoch: bigint,
+    leased?: boolean,
   ): void {
     const at = this.#now();
     const issue: Issue = { at, node, key, token, id, window: this.#window, leaseEndsAt: at + leaseMs };
@@ -114,6 +125,12 @@ export class History {
       return; // a replay of the same grant
     }
     this.#byToken.set(token, issue);
+    if (this.#coordinated) {
+      if (leased !== true) this.fail(`${describe(issue)} was granted without the ownership lease`);
+      if (token < this.#highestToken)
+        this.fail(`token went backwards with a coordinator: ${describe(issue)} after ${this.#highestToken}`);
+      if (token > this.#highestToken) this.#highestToken = token;
+    }
     for (const before of this.#issues) {
       if (before.token < token || tokenEpoch(before.token) > toldEpoch) continue;
       this.fail(

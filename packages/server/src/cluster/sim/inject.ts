@@ -55,6 +55,22 @@ export function scheduleFault(fault: Fault, world: SimWorld, clients: readonly s
       at(fault.at, () => network.resetOne((c) => c.hosts.includes(name) && wanted.includes(other(c))));
       return;
     }
+    case "store-cut": {
+      const name = names[fault.node]!;
+      at(fault.at, () => world.store?.cut(name, true));
+      at(end, () => world.store?.cut(name, false));
+      return;
+    }
+    case "store-answers-lost": {
+      const name = names[fault.node]!;
+      at(fault.at, () => world.store?.loseAnswers(name, true));
+      at(end, () => world.store?.loseAnswers(name, false));
+      return;
+    }
+    case "store-slow":
+      at(fault.at, () => world.store?.slow(fault.delayMs));
+      at(end, () => world.store?.slow(0));
+      return;
     case "restart-all":
       at(fault.at, () => {
         for (const node of nodes) node.kill();

@@ -31,7 +31,18 @@ export type Fault =
   | { readonly kind: "reset"; readonly at: number; readonly forMs: 0; readonly node: number }
   /** A middlebox drops one client connection of the node: both ends see it close. */
   | { readonly kind: "client-reset"; readonly at: number; readonly forMs: 0; readonly node: number }
-  | { readonly kind: "restart-all"; readonly at: number; readonly forMs: number };
+  | { readonly kind: "restart-all"; readonly at: number; readonly forMs: number }
+  /** Coordinated runs: the node's link to the store is cut both ways. */
+  | { readonly kind: "store-cut"; readonly at: number; readonly forMs: number; readonly node: number }
+  /** Coordinated runs: the store's answers to the node are lost; its calls still take effect. */
+  | {
+      readonly kind: "store-answers-lost";
+      readonly at: number;
+      readonly forMs: number;
+      readonly node: number;
+    }
+  /** Coordinated runs: every store call takes `delayMs` longer each way. */
+  | { readonly kind: "store-slow"; readonly at: number; readonly forMs: number; readonly delayMs: number };
 
 const KINDS: ReadonlyArray<readonly [Fault["kind"], number]> = [
   ["kill", 3],
@@ -44,23 +55,49 @@ const KINDS: ReadonlyArray<readonly [Fault["kind"], number]> = [
   ["client-reset", 2],
   ["restart-all", 1],
 ];
-const TOTAL_WEIGHT = KINDS.reduce((sum, [, weight]) => sum + weight, 0);
+/** With a coordinator, the store's faults too. */
+const COORDINATED_KINDS: ReadonlyArray<readonly [Fault["kind"], number]> = [
+  ...KINDS,
+  ["store-cut", 3],
+  ["store-slow", 2],
+  ["store-answers-lost", 2],
+];
 
-/** A seeded schedule of `steps` faults over `nodes` nodes and `clients` applications, from `startMs`. */
-export function planFaults(rng: Rng, nodes: number, steps: number, startMs: number, clients = 0): Fault[] {
+/**
+ * A seeded schedule of `steps` faults over `nodes` nodes and `clients` applications, from `startMs`
+ * (`store`: a coordinated run, whose store has faults of its own).
+ */
+export function planFaults(
+  rng: Rng,
+  nodes: number,
+  steps: number,
+  startMs: number,
+  clients = 0,
+  store = false,
+): Fault[] {
   const faults: Fault[] = [];
+  const kinds = store ? COORDINATED_KINDS : KINDS;
   let at = startMs;
   for (let i = 0; i < steps; i++) {
     at += rng.int(100, 1_500);
-    faults.push(pickFault(rng, nodes, clients, at));
+    faults.push(pickFault(rng, kinds, nodes, clients, at));
   }
   return faults;
 }
 
-function pickFault(rng: Rng, nodes: number, clients: number, at: number): Fault {
-  let roll = rng.int(1, TOTAL_WEIGHT);
+function pickFault(
+  rng: Rng,
+  kinds: ReadonlyArray<readonly [Fault["kind"], number]>,
+  nodes: number,
+  clients: number,
+  at: number,
+): Fault {
+  let roll = rng.int(
+    1,
+    kinds.reduce((sum, [, weight]) => sum + weight, 0),
+  );
   let kind: Fault["kind"] = "kill";
-  for (const [candidate, weight] of KINDS) {
+  for (const [candidate, weight] of kinds) {
     roll -= weight;
     if (roll <= 0) {
       kind = candidate;
@@ -73,7 +110,11 @@ function pickFault(rng: Rng, nodes: number, clients: number, at: number): Fault 
     case "kill":
     case "stop":
     case "stall":
+    case "store-cut":
+    case "store-answers-lost":
       return { kind, at, forMs, node };
+    case "store-slow":
+      return { kind, at, forMs, delayMs: rng.int(100, 1_500) };
     case "partition": {
       // A non-empty proper subset of the nodes on one side.
       const side = [...Array(nodes).keys()].filter(() => rng.chance(0.5));
@@ -122,5 +163,11 @@ export function describeFault(fault: Fault, names: readonly string[]): string {
       return `${at}  reset a client connection of ${names[fault.node]}`;
     case "restart-all":
       return `${at}  kill -9 every node, restart all after ${fault.forMs} ms`;
+    case "store-cut":
+      return `${at}  cut ${names[fault.node]} from the store ${span}`;
+    case "store-answers-lost":
+      return `${at}  lose the store's answers to ${names[fault.node]} ${span}`;
+    case "store-slow":
+      return `${at}  slow the store by ${fault.delayMs} ms each way ${span}`;
   }
 }

@@ -7,7 +7,7 @@ import type { Connection, ConnectionEnd, Network } from "./network.js";
 export interface PeerHost {
   readonly network: Network;
   /** The node's cluster and node while it runs (undefined once killed). */
-  readonly cluster: Pick<Cluster, "guardStall" | "replicaSource"> | undefined;
+  readonly cluster: Pick<Cluster, "guardGrants" | "replicaSource"> | undefined;
   readonly lock: { afterRequests(): void } | undefined;
   /** The highest epoch any frame processed carried (see SimNode.toldEpoch). */
   toldEpoch: bigint;
@@ -71,7 +71,7 @@ export function acceptPeer(
   };
   return {
     onLine: (text) => {
-      host.cluster?.guardStall();
+      host.cluster?.guardGrants();
       for (const line of text.split("\n")) if (line !== "" && !closing) read(line);
       listener.endOfRead();
       host.lock?.afterRequests();

@@ -14,6 +14,7 @@ import { MemoryLink } from "./memory-link.js";
 import type { Connection, ConnectionEnd, Host, Network } from "./network.js";
 import { acceptPeer } from "./peer-connection.js";
 import type { Scheduler } from "./scheduler.js";
+import { SIM_CLUSTER, type SimStore } from "./sim-store.js";
 
 /** What the simulator learns from a node as it runs: its replies as they leave, role changes. */
 export interface NodeObserver {
@@ -48,6 +49,10 @@ export interface SimNodeConfig {
   readonly peerToken: string | undefined;
   /** A negative control: the engine's rule of which holds share a key, with a bug in it. */
   readonly holdRule?: HoldRule | undefined;
+  /** Coordinated mode: the deployment's store, and the node's lease settings. */
+  readonly coordination?:
+    | { readonly store: SimStore; readonly leaseMs: number; readonly marginMs: number }
+    | undefined;
 }
 
 /** A client connection on a node: its lock verbs behind the simulated socket. */
@@ -95,7 +100,7 @@ class ClientSession implements ConnectionEnd {
       this.#waiting.push(text);
       return;
     }
-    this.node.cluster?.guardStall();
+    this.node.cluster?.guardGrants();
     for (const line of text.split("\n")) {
       if (line === "") continue;
       const request = parseRequestLine(line);
@@ -189,7 +194,11 @@ export class SimNode implements Host {
     // The handshake runs in full (with an empty key unless a mutation sets one), its nonces drawn
     // from a counter so that a seed replays exactly.
     let nonces = 0;
-    const key = new PeerKey(config.peerToken, () => (nonces++).toString(16).padStart(64, "0"));
+    const key = new PeerKey(
+      config.peerToken,
+      () => (nonces++).toString(16).padStart(64, "0"),
+      config.coordination ? SIM_CLUSTER : undefined,
+    );
     const { node: lock, cluster } = createClusterNode({
       node: {
         dataDir: undefined,
@@ -214,6 +223,17 @@ export class SimNode implements Host {
             key,
           }),
         handoffTimeoutMs: 2_000,
+        ...(config.coordination
+          ? {
+              coordination: {
+                store: config.coordination.store.clientFor(this),
+                cluster: SIM_CLUSTER,
+                holder: config.coordination.store.holderName(this),
+                leaseMs: config.coordination.leaseMs,
+                marginMs: config.coordination.marginMs,
+              },
+            }
+          : {}),
       },
       hooks: {
         redirectPending: (address) => {
@@ -313,8 +333,10 @@ export class SimNode implements Host {
     if (this.up && !this.stalled) this.timers?.runDue();
   }
 
+  /** Active, not held, and with a coordinator holding a lease valid by its own clock. */
   get serving(): boolean {
-    return this.up && !this.stalled && this.lock?.serving === true;
+    const valid = this.cluster?.ownership?.valid() ?? true;
+    return this.up && !this.stalled && this.lock?.serving === true && valid;
   }
 
   /** This node's current run as the active (incarnation and promotion), for per-term checks. */

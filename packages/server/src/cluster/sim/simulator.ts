@@ -3,6 +3,7 @@ import { scheduleFault } from "./inject.js";
 import { describeFault, type Fault, planFaults } from "./nemesis.js";
 import { RequestLabels } from "./request-labels.js";
 import { type ClientMutation, SEMAPHORE_PERMITS, SimApp } from "./sim-app.js";
+import { SIM_CLUSTER } from "./sim-store.js";
 
 /** The workload's keys: two read/write locks and a semaphore (sim-app.ts). */
 const SIM_KEYS = ["k0", "k1", "s0"];
@@ -19,6 +20,7 @@ export const MUTATIONS: readonly Mutation[] = [
   "peer-token-mismatch",
   "writer-beside-reader",
   "fresh-retry-id",
+  "lease-overrun",
 ];
 
 export interface SimOptions {
@@ -28,6 +30,8 @@ export interface SimOptions {
   readonly steps?: number;
   readonly clients?: number;
   readonly mutation?: Mutation;
+  /** Coordinated mode: an in-memory store with faults decides who is active. */
+  readonly coordinated?: boolean;
   /** A line per notable event (role changes, grants, faults), for reading one run closely. */
   readonly log?: (line: string) => void;
 }
@@ -62,7 +66,7 @@ const DRAIN_LIMIT_MS = 25_000;
 export async function simulate(options: SimOptions): Promise<SimResult> {
   let world: SimWorld | undefined;
   const now = () => world?.now ?? 0;
-  const history = new History(now);
+  const history = new History(now, options.coordinated === true);
   const labels = new RequestLabels();
   const log = options.log
     ? (line: string) => options.log!(`${now().toFixed(1).padStart(8)} ${line}`)
@@ -72,6 +76,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     nodes: options.nodes ?? 3,
     observer: recordingObserver(history, () => world!, labels, log),
     ...(isClientMutation(options.mutation) ? {} : { mutation: options.mutation }),
+    coordinated: options.coordinated === true,
   });
   const plan = schedule(world, history, options, labels, log);
   await runUntilSettled(world, history, plan, log);
@@ -100,10 +105,15 @@ function recordingObserver(
     issued: (node, key, token, id, leaseMs) => {
       const label = labels.label(id);
       log?.(`${node.name} grants ${key} ${token} to ${label}`);
+      // A standby, an active handing off or held: its grants would be unknown to the next active.
+      if (!node.lock?.serving)
+        history.fail(`${node.name} granted ${key} ${token} to ${label} while not serving`);
       history.serving(world().servingCount);
       const own = node.lock?.epoch ?? 0n;
       const told = own > node.toldEpoch ? own : node.toldEpoch;
-      history.issued(node.term, node.name, key, token, label, leaseMs, told);
+      const store = world().store;
+      const leased = store && store.state.holderNow(SIM_CLUSTER) === store.holderName(node);
+      history.issued(node.term, node.name, key, token, label, leaseMs, told, leased);
     },
     queued: (node, key, id) => history.queued(node.term, key, labels.label(id)),
     dequeued: (node, key, id, granted) => history.dequeued(node.term, key, labels.label(id), granted),
@@ -154,7 +164,14 @@ function schedule(
 
   for (const node of nodes) scheduler.at(rng.int(0, 300), () => node.start());
   for (const client of clients) scheduler.at(rng.int(300, 600), () => client.start());
-  const faults = planFaults(rng.fork(), nodes.length, options.steps ?? 8, 1_500, clients.length);
+  const faults = planFaults(
+    rng.fork(),
+    nodes.length,
+    options.steps ?? 8,
+    1_500,
+    clients.length,
+    world.store !== undefined,
+  );
   const clientNames = clients.map((client) => client.name);
   for (const fault of faults) {
     scheduleFault(fault, world, clientNames);
@@ -164,6 +181,7 @@ function schedule(
   const healAt = lastEnd + 100;
   scheduler.at(healAt, () => {
     network.healAll();
+    world.store?.healAll();
     for (const node of nodes) {
       node.resume();
       if (!node.up) node.start();

@@ -6,6 +6,7 @@ import { type Connection, Network } from "./network.js";
 import { Rng } from "./rng.js";
 import { Scheduler } from "./scheduler.js";
 import { type NodeObserver, SimNode } from "./sim-node.js";
+import { SimStore } from "./sim-store.js";
 
 /**
  * Ways to break the token-epoch rules or their assumption on purpose: the checker must then find
@@ -14,9 +15,12 @@ import { type NodeObserver, SimNode } from "./sim-node.js";
  * `peer-token-mismatch`: the last node holds another peer token, so the real peer handshake keeps
  * it out of the cluster (a simulator that skipped the handshake would let it in unnoticed).
  * `writer-beside-reader`: the engine grants an exclusive request beside shared holders.
+ * `lease-overrun` (coordinated runs): nodes trust their ownership lease for three lease lengths
+ * past its end, so they grant without a valid lease.
  */
 export type Mutation =
   | "none"
+  | "lease-overrun"
   | "same-node-id"
   | "clock-behind"
   | "peer-token-mismatch"
@@ -34,7 +38,13 @@ export interface WorldOptions {
   readonly mutation?: Mutation;
   readonly timing?: ClusterTiming;
   readonly observer?: Partial<NodeObserver>;
+  /** Coordinated mode: a store that decides who is active (docs/consistency.md, "With a coordinator"). */
+  readonly coordinated?: boolean;
 }
+
+/** The simulated nodes' ownership lease and margin (lockd's defaults). */
+export const SIM_LEASE_MS = 2_000;
+const SIM_MARGIN_MS = 200;
 
 /** True time at simulated time 0: some day in 2026 (tokens' rounds count from 2026-01-01). */
 const WALL_ORIGIN = Date.UTC(2026, 5, 1);
@@ -59,6 +69,8 @@ export class SimWorld {
   readonly network: Network;
   readonly names: readonly string[];
   readonly nodes: readonly SimNode[];
+  /** Coordinated mode's store, undefined otherwise. */
+  readonly store: SimStore | undefined;
   events = 0;
   /** The timer queues of the simulated applications' clients, run on the world's clock. */
   readonly #appTimers: TimerQueue[] = [];
@@ -72,6 +84,15 @@ export class SimWorld {
     this.names = [...Array(options.nodes).keys()].map((i) => `n${i}:7420`);
     const observer = { ...IGNORE, ...options.observer };
     const skews = this.rng.fork();
+    // Forked after the others, so an uncoordinated seed runs as it did before coordinated mode.
+    this.store = options.coordinated
+      ? new SimStore(this.scheduler, this.rng.fork(), () => this.appRuns())
+      : undefined;
+    const coordination = this.store && {
+      store: this.store,
+      leaseMs: SIM_LEASE_MS,
+      marginMs: mutation === "lease-overrun" ? -3 * SIM_LEASE_MS : SIM_MARGIN_MS,
+    };
     this.nodes = this.names.map((_, index) => {
       const maxSkew = DEFAULT_MAX_CLOCK_SKEW_MS;
       const node = new SimNode(
@@ -89,6 +110,7 @@ export class SimWorld {
           peerToken:
             mutation === "peer-token-mismatch" && index === options.nodes - 1 ? "another-cluster" : undefined,
           wallOrigin: WALL_ORIGIN,
+          coordination,
         },
         this.scheduler,
         this.network,
