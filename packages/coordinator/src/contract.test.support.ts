@@ -126,24 +126,43 @@ export function describeCoordinationContract(name: string, backend: ContractBack
       expect(await b.renewLease(taken)).toEqual({ held: true, lease: taken });
     });
 
-    it("keeps an expired lease lost even when nobody took it", async () => {
+    it("keeps an expired lease lost even when nobody took it; its holder acquiring again gets a new one", async () => {
       const a = open();
       const cluster = unique("c");
       const lease = held(await a.acquireLease(cluster, "A", backend.ttlMs));
       await eventually(async () => (await a.readLease(cluster)) === undefined, backend.ttlMs * 10, "expiry");
       expect(await a.renewLease(lease)).toEqual({ held: false, holder: undefined });
+      const again = held(await a.acquireLease(cluster, "A", 5000));
+      expect(again.handle).not.toBe(lease.handle);
+      expect(await a.renewLease(lease)).toEqual({ held: false, holder: "A" });
+      expect(await a.renewLease(again)).toEqual({ held: true, lease: again });
     });
 
-    it("takes the lease afresh for the same holder; only the newest handle renews or releases it", async () => {
+    it("extends the same lease when its holder acquires it again (a lost answer, a late duplicate)", async () => {
       const [a, b] = [open(), open()];
       const cluster = unique("c");
       const first = held(await a.acquireLease(cluster, "A", 5000));
       const second = held(await a.acquireLease(cluster, "A", 5000));
-      expect(second.handle).not.toBe(first.handle);
-      expect(await a.renewLease(first)).toMatchObject({ held: false, holder: "A" });
-      await a.releaseLease(first); // a stale handle releases nothing
-      expect((await b.readLease(cluster))?.holder).toBe("A");
-      expect(await a.renewLease(second)).toEqual({ held: true, lease: second });
+      expect(second).toEqual(first);
+      // A duplicate never shortens the lease.
+      expect(held(await a.acquireLease(cluster, "A", 1)).handle).toBe(first.handle);
+      expect((await b.readLease(cluster))!.remainingMs).toBeGreaterThan(1000);
+      expect(await a.renewLease(first)).toEqual({ held: true, lease: first });
+      expect(await b.acquireLease(cluster, "B", 5000)).toEqual({ held: false, holder: "A" });
+      await a.releaseLease(second);
+      expect(await a.renewLease(first)).toMatchObject({ held: false });
+      held(await b.acquireLease(cluster, "B", 5000));
+    });
+
+    it("renews or releases nothing with a handle that is not the lease's", async () => {
+      const a = open();
+      const cluster = unique("c");
+      const lease = held(await a.acquireLease(cluster, "A", 5000));
+      const stranger = { ...lease, handle: lease.handle === "1" ? "2" : "1" };
+      expect(await a.renewLease(stranger)).toEqual({ held: false, holder: "A" });
+      await a.releaseLease(stranger);
+      expect((await a.readLease(cluster))?.holder).toBe("A");
+      expect(await a.renewLease(lease)).toEqual({ held: true, lease });
     });
 
     it("passes a released lease to another at once; release is idempotent", async () => {

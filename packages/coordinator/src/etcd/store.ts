@@ -38,7 +38,7 @@ interface TxnAnswer {
 }
 type Compare = Record<string, unknown>;
 
-/** How often takeEpoch retries its compare-and-set against other writers before it gives up (it never should). */
+/** How often takeEpoch or acquireLease retries its compare-and-set against other writers before it gives up (it never should). */
 const MAX_CAS_ROUNDS = 100;
 
 /**
@@ -47,7 +47,8 @@ const MAX_CAS_ROUNDS = 100;
  * - `lease/<cluster>`: the holder, attached to an etcd lease of the ownership lease's TTL rounded
  *   up to whole seconds (etcd's unit; etcd itself may raise a TTL below its minimum, about 2 s with
  *   default timings: longer is allowed). The handle is that etcd lease's id, so a renewal or release
- *   touches only the holder's own incarnation of the lease;
+ *   touches only the holder's own incarnation of the lease; the holder acquiring its live lease again
+ *   keeps it alive (one keepalive: the TTL it was granted) and gets the same handle;
  * - `doc/<name>`: a document; its version is the key's mod revision (a revision of the whole store,
  *   so it only grows, even across a delete and re-create).
  */
@@ -96,46 +97,60 @@ export class EtcdCoordinationStore implements CoordinationStore {
   acquireLease(cluster: string, holder: string, ttlMs: number): Promise<LeaseOutcome> {
     return this.#call("acquireLease", async (deadline) => {
       const key = this.#leaseKey(cluster);
-      const current = (await this.#range(key, deadline))[0];
-      const currentHolder = current && fromBase64(current.value);
-      // etcd deletes the key of an expired lease itself (its lessor checks every 500 ms), so a key
-      // that is there is held. (timetolive cannot tell "expired" from "under a second left": both 0.)
-      if (current && currentHolder !== holder) return { held: false, holder: currentHolder };
-      const ttlSeconds = Math.max(1, Math.ceil(ttlMs / 1000));
-      const granted = await this.#gateway.call<{ ID: string }>(
-        "/v3/lease/grant",
-        { TTL: String(ttlSeconds) },
-        deadline,
-      );
-      // Nobody holds it, or `holder` does (an earlier acquire whose answer was lost): take it afresh,
-      // unless someone else wrote the key since we read it. Putting the key under a new etcd lease
-      // detaches it from the old one, whose revocation then deletes nothing of ours.
-      const unchanged = current
-        ? { key, target: "MOD", mod_revision: current.mod_revision }
-        : { key, target: "CREATE", create_revision: "0" };
-      const put = { request_put: { key, value: base64(holder), lease: granted.ID } };
-      if (await this.#txn([unchanged], [put], deadline)) {
-        // The replaced etcd lease holds nothing now; revoking it only saves etcd the wait.
-        if (current?.lease) await this.#revoke(current.lease, deadline).catch(() => {});
-        return { held: true, lease: { cluster, holder, ttlMs, handle: granted.ID } };
+      for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
+        const current = (await this.#range(key, deadline))[0];
+        const currentHolder = current && fromBase64(current.value);
+        // etcd deletes the key of an expired lease itself (its lessor checks every 500 ms), so a key
+        // that is there is held. (timetolive cannot tell "expired" from "under a second left": both 0.)
+        if (current && currentHolder !== holder) return { held: false, holder: currentHolder };
+        if (current?.lease !== undefined && (await this.#keepAlive(current.lease, deadline))) {
+          // The holder's own live lease (an earlier acquire whose answer was lost, or a late
+          // duplicate): extended by the TTL it was granted, and the same handle, so that a renewal
+          // with it goes on working.
+          return { held: true, lease: { cluster, holder, ttlMs, handle: current.lease } };
+        }
+        const taken = await this.#takeAfresh(key, current, holder, ttlMs, deadline);
+        if (taken !== undefined) return { held: true, lease: { cluster, holder, ttlMs, handle: taken } };
+        // Someone wrote the key since we read it: read it again.
       }
-      await this.#revoke(granted.ID, deadline).catch(() => {}); // holds nothing: it expires anyway
-      const winner = (await this.#range(key, deadline))[0];
-      return { held: false, holder: winner && fromBase64(winner.value) };
+      throw new Error(`the lease key changed under ${MAX_CAS_ROUNDS} compare-and-sets in a row`);
     });
+  }
+
+  /**
+   * Puts `holder` on the lease key under a new etcd lease of `ttlMs` rounded up to whole seconds,
+   * if the key is still as read (`current`: absent, or an expired lease's); the new lease's id, or
+   * undefined if the key changed. Putting the key under a new etcd lease detaches it from the old
+   * one, whose revocation then deletes nothing of ours.
+   */
+  async #takeAfresh(
+    key: string,
+    current: KeyValue | undefined,
+    holder: string,
+    ttlMs: number,
+    deadline: number,
+  ): Promise<string | undefined> {
+    const ttlSeconds = Math.max(1, Math.ceil(ttlMs / 1000));
+    const granted = await this.#gateway.call<{ ID: string }>(
+      "/v3/lease/grant",
+      { TTL: String(ttlSeconds) },
+      deadline,
+    );
+    const unchanged = current
+      ? { key, target: "MOD", mod_revision: current.mod_revision }
+      : { key, target: "CREATE", create_revision: "0" };
+    const put = { request_put: { key, value: base64(holder), lease: granted.ID } };
+    if (await this.#txn([unchanged], [put], deadline)) return granted.ID;
+    await this.#revoke(granted.ID, deadline).catch(() => {}); // holds nothing: it expires anyway
+    return undefined;
   }
 
   renewLease(lease: OwnershipLease): Promise<LeaseOutcome> {
     return this.#call("renewLease", async (deadline) => {
       // One keepalive answers the remaining TTL; 0 (or none) means the etcd lease is gone, and its
       // key with it: an expired lease stays lost.
-      const kept = await this.#gateway.call<{ result?: { TTL?: string } }>(
-        "/v3/lease/keepalive",
-        { ID: lease.handle },
-        deadline,
-      );
+      const alive = await this.#keepAlive(lease.handle, deadline);
       const current = (await this.#range(this.#leaseKey(lease.cluster), deadline))[0];
-      const alive = Number(kept.result?.TTL ?? "0") > 0;
       if (alive && current?.lease === lease.handle && fromBase64(current.value) === lease.holder) {
         return { held: true, lease };
       }
@@ -227,6 +242,17 @@ export class EtcdCoordinationStore implements CoordinationStore {
     return (
       (await this.#gateway.call<TxnAnswer>("/v3/kv/txn", { compare, success }, deadline)).succeeded === true
     );
+  }
+
+  /** One keepalive of etcd lease `leaseId`: whether it was still alive (and is now extended). */
+  async #keepAlive(leaseId: string, deadline: number): Promise<boolean> {
+    const kept = await this.#gateway.call<{ result?: { TTL?: string } }>(
+      "/v3/lease/keepalive",
+      { ID: leaseId },
+      deadline,
+    );
+    // protobuf JSON leaves zero fields out: no TTL means 0, a lease that is gone.
+    return Number(kept.result?.TTL ?? "0") > 0;
   }
 
   async #revoke(leaseId: string, deadline: number): Promise<void> {

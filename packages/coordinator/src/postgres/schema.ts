@@ -23,6 +23,8 @@ export function checkSchemaName(schema: string): string {
 export function coordinationSql(schema: string) {
   const s = `"${checkSchemaName(schema)}"`;
   const expiry = "clock_timestamp() + $3::bigint * interval '1 millisecond'";
+  /** In an upsert: the row is the incoming holder's own, and has not expired. */
+  const ownLive = "l.holder = excluded.holder AND l.expires_at > clock_timestamp()";
   const liveHolder = `(SELECT holder FROM ${s}.leases WHERE cluster = $1 AND expires_at > clock_timestamp())`;
   return {
     /** The channel a document write notifies, with the document's name as its payload. */
@@ -42,12 +44,17 @@ export function coordinationSql(schema: string) {
       ON CONFLICT (singleton) DO UPDATE SET value = GREATEST(${s}.epoch.value, $1::bigint) + 1
       RETURNING value`,
     readEpoch: `SELECT value FROM ${s}.epoch`,
-    /** $1 cluster, $2 holder, $3 ttl ms: takes the lease if it is free, expired, or the holder's own. */
+    /**
+     * $1 cluster, $2 holder, $3 ttl ms: takes the lease (a new handle) if it is free or expired;
+     * extends the holder's own live lease, same handle, never shortening it.
+     */
     acquireLease: `WITH taken AS (
         INSERT INTO ${s}.leases AS l (cluster, holder, handle, expires_at)
         VALUES ($1, $2, nextval('${s}.lease_handles'), ${expiry})
-        ON CONFLICT (cluster) DO UPDATE SET holder = excluded.holder, handle = excluded.handle,
-          expires_at = excluded.expires_at
+        ON CONFLICT (cluster) DO UPDATE SET holder = excluded.holder,
+          handle = CASE WHEN ${ownLive} THEN l.handle ELSE excluded.handle END,
+          expires_at = CASE WHEN ${ownLive} THEN GREATEST(l.expires_at, excluded.expires_at)
+            ELSE excluded.expires_at END
         WHERE l.expires_at <= clock_timestamp() OR l.holder = excluded.holder
         RETURNING handle)
       SELECT (SELECT handle FROM taken) AS handle, ${liveHolder} AS holder`,

@@ -39,7 +39,8 @@ export interface PostgresStoreOptions {
 /**
  * The contract on PostgreSQL: one schema with the epoch counter (one row, advanced by
  * `GREATEST(value, atLeast) + 1` in one statement), the leases (expiry by the database's own clock,
- * `clock_timestamp()`; the handle is a number from a sequence, new at every acquire) and the
+ * `clock_timestamp()`; the handle is a number from a sequence, new whenever the lease is taken
+ * afresh, kept when its holder acquires its live lease again) and the
  * documents (a version column, compare-and-set by `WHERE version = expected`, a NOTIFY on every
  * write). The tables are created on first use if absent.
  */
