@@ -7,6 +7,7 @@ import type {
 } from "@lock/server";
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_WATCH_RESYNC_MS } from "../deadline.js";
 import { unavailable } from "../errors.js";
+import { DEFAULT_ETCD_PREFIX } from "../url.js";
 import {
   base64,
   EtcdGateway,
@@ -62,7 +63,7 @@ export class EtcdCoordinationStore implements CoordinationStore {
 
   constructor(options: EtcdStoreOptions) {
     this.#gateway = new EtcdGateway(options);
-    this.#prefix = options.prefix ?? "/lock/";
+    this.#prefix = options.prefix ?? DEFAULT_ETCD_PREFIX;
     this.#timeoutMs = options.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     this.#resyncMs = options.watchResyncMs ?? DEFAULT_WATCH_RESYNC_MS;
     this.description =
