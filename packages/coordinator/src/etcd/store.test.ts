@@ -122,6 +122,27 @@ describe("etcd: a 3-member cluster", () => {
       await store.close();
     }
   });
+
+  it("rejects calls with CoordinatorUnavailableError once the cluster has lost its quorum", async () => {
+    const store = new EtcdCoordinationStore({
+      endpoints: cluster.endpoints,
+      prefix: "/leader-kill/",
+      callTimeoutMs: 500,
+    });
+    try {
+      // One member of three left running: it has no leader and cannot get one.
+      const running = cluster.members.filter(
+        (member) => member.child.exitCode === null && !member.child.signalCode,
+      );
+      for (const member of running.slice(1)) await cluster.kill(member);
+      const calls = [store.takeEpoch(0n), store.readEpoch(), store.acquireLease("q", "A", 2000)];
+      for (const outcome of await Promise.allSettled(calls)) {
+        expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(CoordinatorUnavailableError);
+      }
+    } finally {
+      await store.close();
+    }
+  });
 });
 
 describe("etcd: TLS and authentication", () => {
