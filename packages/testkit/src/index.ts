@@ -1,5 +1,7 @@
 export { acquireMany } from "./acquire-many.js";
 export { buildLockCli, buildLockd } from "./build.js";
+export type { EtcdClusterOptions, EtcdMember } from "./etcd.js";
+export { EtcdCluster, freePort } from "./etcd.js";
 export type { ProxyDirection } from "./fault-proxy.js";
 export { FaultProxy } from "./fault-proxy.js";
 export { LineClient } from "./line-client.js";
