@@ -217,6 +217,15 @@ export class LockEngine<P> {
     return "not-owner";
   }
 
+  /** How many grants of `key` `session` holds (as `ownership` counts a holder by its session). */
+  heldBy(key: string, session: Session<P>): number {
+    const state = this.#keys.get(key);
+    if (state === undefined) return 0;
+    let count = state.token !== NO_TOKEN && state.holderSession === session ? 1 : 0;
+    for (const holder of state.holders?.values() ?? []) if (holder.holderSession === session) count += 1;
+    return count;
+  }
+
   /**
    * Releases the grant `token` of `key` if it still holds it, granting the queue's head (and, for
    * shared holders and permits, every waiter behind it that can join them). False if it did not.
@@ -313,9 +322,7 @@ export class LockEngine<P> {
   ): HeldRecord<P> | undefined {
     if (mode.kind === "exclusive") {
       if (state.token === NO_TOKEN) this.#dropHolderSet(state);
-      else this.#holders -= 1;
-      state.token = NO_TOKEN;
-      state.holderSession = undefined;
+      else this.#unhold(state);
       return undefined;
     }
     this.#dropExclusive(state);
@@ -393,7 +400,11 @@ export class LockEngine<P> {
       for (const state of map.values()) {
         for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
         this.#heap.remove(state);
-        for (const holder of state.holders?.values() ?? []) this.#heap.remove(holder);
+        leaveSession(state.holderSession);
+        for (const holder of state.holders?.values() ?? []) {
+          this.#heap.remove(holder);
+          leaveSession(holder.holderSession);
+        }
       }
     this.#keys.clear();
     this.#holders = 0;
@@ -570,6 +581,7 @@ export class LockEngine<P> {
     // The hot path of every lock's life, kept as short as it was before lock modes.
     const token = this.#tokens.next();
     const state = new KeyState<P>(key, token, id, session);
+    if (session !== undefined) session.heldCount += 1;
     this.#keys.add(key, state);
     this.#listing.added(key);
     this.#holders += 1;
@@ -607,6 +619,8 @@ export class LockEngine<P> {
 
   /** A retry of the acquire that holds the key (same id): the same grant, on this connection now. */
   #replay(held: HeldRecord<P>, session: Session<P> | undefined): GrantedOutcome {
+    leaveSession(held.holderSession);
+    if (session !== undefined) session.heldCount += 1;
     held.holderSession = session;
     return { status: "granted", token: held.token, replayed: true, slot: slotOf(held) };
   }
@@ -624,6 +638,7 @@ export class LockEngine<P> {
     slot: number,
   ): HeldRecord<P> {
     this.#holders += 1;
+    if (session !== undefined) session.heldCount += 1;
     if (mode.kind === "exclusive") {
       state.token = token;
       state.holderId = id;
@@ -677,6 +692,7 @@ export class LockEngine<P> {
   #freeExclusive(state: KeyState<P>): void {
     const next = state.head;
     if (next === undefined) {
+      leaveSession(state.holderSession);
       this.#heap.remove(state);
       this.#holders -= 1;
       this.#keys.delete(state.key);
@@ -685,6 +701,7 @@ export class LockEngine<P> {
     }
     if (next.mode.kind === "exclusive") {
       // The common hand-off, from one exclusive holder to the next: the key's record is reused.
+      leaveSession(state.holderSession);
       this.#dropWaiter(next);
       this.#handTo(state, next);
       return;
@@ -723,6 +740,7 @@ export class LockEngine<P> {
     state.token = token;
     state.holderId = next.id;
     state.holderSession = next.session;
+    next.session.heldCount += 1;
     this.#scheduleGrant(state, state, next);
     this.#events.granted(
       next.payload,
@@ -745,6 +763,7 @@ export class LockEngine<P> {
   #unhold(held: HeldRecord<P>): void {
     this.#heap.remove(held);
     this.#holders -= 1;
+    leaveSession(held.holderSession);
     if (held instanceof Holder) {
       const state = held.state;
       state.holders!.remove(held);
@@ -823,6 +842,11 @@ export interface KeyHolder {
   readonly id: string | undefined;
   readonly mode: "exclusive" | "shared" | "permit";
   readonly slot: number | undefined;
+}
+
+/** A grant held by `session` (if any) ended or moved to another session. */
+function leaveSession<P>(session: Session<P> | undefined): void {
+  if (session !== undefined) session.heldCount -= 1;
 }
 
 function keyOf<P>(held: HeldRecord<P>): string {
