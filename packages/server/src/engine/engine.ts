@@ -710,50 +710,59 @@ export class LockEngine<P> {
     this.#grantWaiting(state);
   }
 
-  /** Grants the queue's head, and the waiters behind it while they can join (phase-fair). */
+  /**
+   * Grants the queue's head, and the waiters behind it while they can join (phase-fair). Events go
+   * out once every grant is made; the first grant is kept in locals, since a release usually grants
+   * one waiter (a permit, an exclusive holder) and an array per hand-off is garbage for nothing.
+   */
   #grantWaiting(state: KeyState<P>): void {
-    let granted: Array<[Waiter<P>, HeldRecord<P>]> | undefined;
+    const now = this.#clock.now();
+    let first: Waiter<P> | undefined;
+    let firstHeld: HeldRecord<P> | undefined;
+    let more: Array<[Waiter<P>, HeldRecord<P>]> | undefined;
     for (let head = state.head; head !== undefined; head = state.head) {
       if (!this.#holdRule(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
       this.#dropWaiter(head);
       const held = this.#hold(state, head.mode, this.#tokens.next(), head.id, head.session, -1);
-      this.#scheduleGrant(state, held, head);
-      if (granted === undefined) granted = [];
-      granted.push([head, held]);
+      this.#scheduleGrant(state, held, head, now);
+      if (first === undefined) {
+        first = head;
+        firstHeld = held;
+      } else {
+        more ??= [];
+        more.push([head, held]);
+      }
     }
-    if (granted === undefined) return;
-    const now = this.#clock.now();
-    for (const [waiter, held] of granted)
-      this.#events.granted(
-        waiter.payload,
-        state.key,
-        held.token,
-        waiter.id,
-        now - waiter.queuedAt,
-        slotOf(held),
-      );
+    if (first === undefined) return;
+    this.#emitGranted(state, first, firstHeld!, now);
+    if (more !== undefined) for (const [waiter, held] of more) this.#emitGranted(state, waiter, held, now);
+  }
+
+  #emitGranted(state: KeyState<P>, waiter: Waiter<P>, held: HeldRecord<P>, now: number): void {
+    this.#events.granted(
+      waiter.payload,
+      state.key,
+      held.token,
+      waiter.id,
+      now - waiter.queuedAt,
+      slotOf(held),
+    );
   }
 
   /** The exclusive hand-off: `next` (already dequeued) holds `state` now. */
   #handTo(state: KeyState<P>, next: Waiter<P>): void {
     const token = this.#tokens.next();
+    const now = this.#clock.now();
     state.token = token;
     state.holderId = next.id;
     state.holderSession = next.session;
     next.session.heldCount += 1;
-    this.#scheduleGrant(state, state, next);
-    this.#events.granted(
-      next.payload,
-      state.key,
-      token,
-      next.id,
-      this.#clock.now() - next.queuedAt,
-      undefined,
-    );
+    this.#scheduleGrant(state, state, next, now);
+    this.#events.granted(next.payload, state.key, token, next.id, now - next.queuedAt, undefined);
   }
 
-  #scheduleGrant(state: KeyState<P>, held: HeldRecord<P>, waiter: Waiter<P>): void {
-    this.#heap.schedule(held, this.#clock.now() + waiter.leaseMs);
+  #scheduleGrant(state: KeyState<P>, held: HeldRecord<P>, waiter: Waiter<P>, now: number): void {
+    this.#heap.schedule(held, now + waiter.leaseMs);
     this.counters.grants += 1;
     this.counters.handoffs += 1;
     this.#journalGrant(state, held, waiter.leaseMs);
