@@ -285,6 +285,10 @@ export class LockNode {
     return this.#engine.ownership(key, token, session, id);
   }
 
+  heldBy(key: string, session: Session<AcquireSink>): number {
+    return this.#engine.heldBy(key, session);
+  }
+
   release(key: string, token: bigint): boolean {
     return this.#engine.release(key, token);
   }

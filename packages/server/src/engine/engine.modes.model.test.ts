@@ -383,6 +383,9 @@ function runScenario(commands: Command[]): void {
       if (m?.limit !== undefined) expect(holders.length).toBeLessThanOrEqual(m.limit);
     }
     expect(engine.holderCount).toBe(model.holderCount);
+    // Each session's count of its grants (the per-connection key quota reads it) is exact.
+    for (const session of sessions)
+      expect(session.heldCount).toBe(KEYS.reduce((sum, k) => sum + engine.heldBy(k, session), 0));
     expect([...timedOut].sort()).toEqual([...model.timedOut].sort());
     for (const p of timedOut) expect(tokenOf.has(p)).toBe(false);
   };
