@@ -16,6 +16,7 @@ import {
 } from "./chaos-history.js";
 import { checkHolders } from "./chaos-holders.js";
 import { FAULT_KINDS, MEASURED_ON_ANOTHER_NODE, Nemesis } from "./chaos-nemesis.js";
+import { ChaosStore, type StoreKind } from "./chaos-store.js";
 import { RW_KEY, SEMAPHORE_KEY, seededRandom, Workload } from "./chaos-workers.js";
 import { percentile, printRow } from "./report.js";
 
@@ -29,6 +30,10 @@ import { percentile, printRow } from "./report.js";
  *   pnpm bench:chaos [--seed N] [--duration SECONDS] [--workers N] [--keys N]
  *                   [--permits N] [--permit-workers N] [--readers N] [--writers N]
  *   pnpm bench:chaos --ci       one seeded round of every fault kind (about a minute)
+ *   --coordinator etcd|postgres a coordinated cluster (a 3-member etcd started for the run, or the
+ *                               machine's Postgres under a random schema), its store behind proxies,
+ *                               and the store's faults too (chaos-store.ts); no window is allowed:
+ *                               a token decrease or a holder-rule break anywhere is a failure
  *   --verbose                   also one line per fault: where its longest gap was, around which nodes,
  *                               and the nodes' log lines meanwhile; CHAOS_TRACE=<worker> prints that
  *                               worker's connection events (stderr)
@@ -53,8 +58,12 @@ const { values: args } = parseArgs({
     writers: { type: "string" },
     ci: { type: "boolean", default: false },
     verbose: { type: "boolean", default: false },
+    coordinator: { type: "string" },
   },
 });
+if (args.coordinator !== undefined && args.coordinator !== "etcd" && args.coordinator !== "postgres")
+  throw new Error(`--coordinator etcd|postgres, not ${args.coordinator}`);
+const coordinator = args.coordinator as StoreKind | undefined;
 const seed = Number(args.seed ?? 1);
 const durationMs = Number(args.duration ?? (args.ci ? 60 : 600)) * 1_000;
 const workers = Number(args.workers ?? 36);
@@ -70,12 +79,21 @@ const WAIT_MS = 5_000;
 const PAUSE_PROBABILITY = 0.002;
 const STEADY_MS = 1_500;
 const DEFAULT_TIMING = ["--heartbeat-interval", "0.1", "--peer-timeout", "0.5"];
-const TARGETS: Partial<Record<FaultKind, string>> = {
-  stall: "first grant on the new active p99 <= 800 ms (peer timeout + 300)",
-  return: "gap p99 <= 100 ms",
-  kill: "first grant p99 <= 1000 ms",
-  handoff: "gap p99 <= 50 ms, 0 failed operations",
-};
+/** The ownership lease of a coordinated run: lockd's default. */
+const COORDINATOR_LEASE_S = 2;
+const TARGETS: Partial<Record<FaultKind, string>> = coordinator
+  ? {
+      stall: `first grant on the new active p99 <= ${COORDINATOR_LEASE_S * 1000 + 500} ms (lease + 500)`,
+      return: "gap p99 <= 100 ms",
+      kill: `first grant p99 <= ${COORDINATOR_LEASE_S * 1000 + 500} ms (lease + 500)`,
+      handoff: "gap p99 <= 50 ms, 0 failed operations",
+    }
+  : {
+      stall: "first grant on the new active p99 <= 800 ms (peer timeout + 300)",
+      return: "gap p99 <= 100 ms",
+      kill: "first grant p99 <= 1000 ms",
+      handoff: "gap p99 <= 50 ms, 0 failed operations",
+    };
 
 const cpus = (name: string, fallback: string) => {
   const value = process.env[name] ?? fallback;
@@ -89,7 +107,8 @@ if (loadCpus !== undefined)
 console.log(
   `lockd chaos bench  node ${process.version}  ${new Date().toISOString()}  seed=${seed}  duration=${durationMs / 1000}s` +
     `  workers=${workers}  keys=${keys}  semaphore=${modes.permitWorkers} on ${modes.permits} permits` +
-    `  rw=${modes.readers} readers + ${modes.writers} writers  lease=${LEASE_MS}ms  wait=${WAIT_MS}ms  pinning: nodes cpu ${nodeCpus ?? "-"}, load cpu ${loadCpus ?? "-"}`,
+    `  rw=${modes.readers} readers + ${modes.writers} writers  lease=${LEASE_MS}ms  wait=${WAIT_MS}ms  pinning: nodes cpu ${nodeCpus ?? "-"}, load cpu ${loadCpus ?? "-"}` +
+    (coordinator ? `  coordinator=${coordinator} lease=${COORDINATOR_LEASE_S}s (no window allowed)` : ""),
 );
 
 const suffix = randomBytes(4).toString("hex");
@@ -108,6 +127,7 @@ const history = new History();
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
 loopDelay.enable();
 let cluster: LockdCluster | undefined;
+let store: ChaosStore | undefined;
 let exitCode = 0;
 try {
   await createFenceTable(pool, tables.fence);
@@ -115,12 +135,32 @@ try {
     `CREATE TABLE ${tables.log} (id bigserial PRIMARY KEY, key text NOT NULL, token numeric(20,0) NOT NULL)`,
   );
   await pool.query(`CREATE TABLE ${tables.control} (key text PRIMARY KEY, value bigint NOT NULL)`);
-  cluster = await LockdCluster.start({ nodes: 3, args: DEFAULT_TIMING });
+  const pgUrl = process.env.PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+  store = coordinator
+    ? await ChaosStore.start(
+        coordinator,
+        { cutMs: COORDINATOR_LEASE_S * 1000 + 1_500, slowMs: 3_000, slowDelayMs: 150 },
+        pgUrl,
+      )
+    : undefined;
+  const coordinatorArgs = store
+    ? [
+        "--coordinator",
+        store.url,
+        "--cluster-name",
+        "chaos",
+        "--coordinator-lease",
+        String(COORDINATOR_LEASE_S),
+      ]
+    : [];
+  cluster = await LockdCluster.start({ nodes: 3, args: [...DEFAULT_TIMING, ...coordinatorArgs] });
   const nemesis = new Nemesis(cluster, history, {
-    stallMs: 2_000,
+    // With a coordinator, a stall longer than the lease: the standby takes over meanwhile.
+    stallMs: coordinator ? COORDINATOR_LEASE_S * 1000 + 1_000 : 2_000,
     partitionMs: 3_000,
     steadyMs: STEADY_MS,
     nodeCpus,
+    ...(store ? { storeFault: (kind: FaultKind) => store!.inject(kind) } : {}),
   });
   await nemesis.settled();
   const workload = new Workload(
@@ -144,7 +184,7 @@ try {
   const started = performance.now();
   // Whole rounds of every kind in a seeded order; --ci runs exactly one.
   for (let round = 0; round === 0 || (!args.ci && performance.now() - started < durationMs); round++) {
-    const order = [...FAULT_KINDS].sort(() => random() - 0.5);
+    const order = [...FAULT_KINDS, ...(store?.faults ?? [])].sort(() => random() - 0.5);
     for (const kind of order) {
       await new Promise((resolve) => setTimeout(resolve, STEADY_MS));
       await nemesis.inject(kind);
@@ -156,9 +196,16 @@ try {
   report(nemesis, await fencedLog(), await controlSum());
 } catch (error) {
   console.error(error);
+  const fault = history.faults.at(-1);
+  if (fault !== undefined) console.error(`during ${fault.kind}; the nodes' last log lines:`);
+  cluster?.nodes.forEach((node, i) => {
+    for (const entry of node.logs.slice(-8)) console.error(`  node ${i} ${JSON.stringify(entry)}`);
+    if (node.stderr.length > 0) console.error(`  node ${i} stderr: ${node.stderr.join("").slice(-3_000)}`);
+  });
   exitCode = 2;
 } finally {
   await cluster?.dispose();
+  await store?.dispose().catch((error) => console.error(error));
   await pool.query(`DROP TABLE IF EXISTS ${tables.log}, ${tables.control}, ${tables.fence}`).catch(() => {});
   await pool.end();
 }
@@ -185,7 +232,13 @@ function report(nemesis: Nemesis, log: Array<{ key: string; token: bigint }>, co
   console.log(
     `\n# outages per fault kind (ms from the fault; gap = longest time with no grant until steady)`,
   );
-  const all = outages(history, (kind) => MEASURED_ON_ANOTHER_NODE.has(kind));
+  // Coordinated, a fully partitioned active keeps its lease (it still reaches the store): nobody
+  // replaces it, and its first grant after the heal is the one that counts.
+  const byOther = (kind: FaultKind) =>
+    MEASURED_ON_ANOTHER_NODE.has(kind) && !(coordinator && kind === "partition-full");
+  const all = outages(history, byOther, {
+    byNewEpoch: coordinator !== undefined,
+  });
   const kinds = [...new Set(all.map((outage) => outage.fault.kind))];
   const errors = failuresByKind(history);
   for (const kind of kinds) {
@@ -232,7 +285,7 @@ function report(nemesis: Nemesis, log: Array<{ key: string; token: bigint }>, co
   for (const [kind, codes] of errors) {
     printRow(kind, Object.fromEntries([...codes].sort().map(([code, n]) => [code, ms(n)])));
   }
-  const verdict = check(history, log);
+  const verdict = check(history, log, { twoActiveWindows: coordinator === undefined });
   const lostUpdates = history.controlIncrements - control;
   console.log(`\n# checker`);
   printRow("history", {
@@ -268,7 +321,8 @@ function report(nemesis: Nemesis, log: Array<{ key: string; token: bigint }>, co
 
 /** The holder rules over every worker's holding spans (chaos-holders.ts); true if none broke. */
 function holderReport(): boolean {
-  const verdict = checkHolders(history.holds, history.faults, LEASE_MS);
+  // Coordinated: no fault opens a window where a rule is not promised.
+  const verdict = checkHolders(history.holds, coordinator ? [] : history.faults, LEASE_MS);
   const count = (key: string, mode?: string) =>
     history.holds.filter((hold) => hold.key === key && (mode === undefined || hold.mode === mode)).length;
   const broken = (rule: string) => verdict.breaks.filter((found) => found.rule === rule).length;

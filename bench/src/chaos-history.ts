@@ -41,7 +41,12 @@ export type FaultKind =
   | "restart-standby"
   | "restart-all"
   | "partition-peers"
-  | "partition-full";
+  | "partition-full"
+  // Coordinated runs only (chaos-store.ts): faults of the coordination store.
+  | "store-cut"
+  | "store-slow"
+  | "store-reset"
+  | "store-leader-kill";
 
 export interface Failure {
   readonly at: number;
@@ -92,8 +97,14 @@ export interface Verdict {
 /**
  * Judges the history. `fencedLog` is the fence-protected table's log in commit order: the token of
  * every write the fence let through; a token lower than an earlier one is a stale write accepted.
+ * `twoActiveWindows: false` (a coordinated cluster, where two nodes never grant at once) counts a
+ * decrease inside a partition's window as a failure too.
  */
-export function check(history: History, fencedLog: ReadonlyArray<{ key: string; token: bigint }>): Verdict {
+export function check(
+  history: History,
+  fencedLog: ReadonlyArray<{ key: string; token: bigint }>,
+  { twoActiveWindows = true }: { twoActiveWindows?: boolean } = {},
+): Verdict {
   const seen = new Set<bigint>();
   let duplicateTokens = 0;
   for (const grant of history.grants) {
@@ -103,7 +114,7 @@ export function check(history: History, fencedLog: ReadonlyArray<{ key: string; 
   // Two-active windows: from a peer partition's start until a while after the cluster settled
   // (a loser's holders may still resolve then).
   const windows = history.faults
-    .filter((fault) => fault.twoActives)
+    .filter((fault) => twoActiveWindows && fault.twoActives)
     .map((fault) => [fault.startedAt, fault.settledAt + 1_000] as const);
   const inWindow = (at: number) => windows.some(([from, to]) => at >= from && at <= to);
   let decreasing = 0;
@@ -197,13 +208,27 @@ export function steadyGaps(history: History, lookbackMs: number): number[] {
   });
 }
 
-export function outages(history: History, byOther: (kind: FaultKind) => boolean): Outage[] {
+/**
+ * Per fault: its outage. `byOther` kinds count only a grant by another node than the faulted one;
+ * with `byNewEpoch` (a coordinated cluster, whose epochs come from the store's counter and so do not
+ * name the node), a grant from an epoch above every epoch granted before the fault: the new active's.
+ */
+export function outages(
+  history: History,
+  byOther: (kind: FaultKind) => boolean,
+  { byNewEpoch = false }: { byNewEpoch?: boolean } = {},
+): Outage[] {
   const sorted = [...history.grants].sort((a, b) => a.at - b.at);
   return history.faults.map((fault) => {
     const other = byOther(fault.kind);
-    const first = sorted.find(
-      (grant) => grant.at >= fault.startedAt && (!other || grant.node !== fault.node),
-    );
+    let epochBefore = -1n;
+    for (const grant of sorted) {
+      if (grant.at >= fault.startedAt) break;
+      if (grant.token >> 24n > epochBefore) epochBefore = grant.token >> 24n;
+    }
+    const counts = (grant: Grant) =>
+      !other || (byNewEpoch ? grant.token >> 24n > epochBefore : grant.node !== fault.node);
+    const first = sorted.find((grant) => grant.at >= fault.startedAt && counts(grant));
     // From the fault's start over every grant until it settled, and to the first grant after that.
     const { gap, at, before, after } = longestGap(
       sorted,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { fault } from "./chaos.test.support.js";
 import type { Fault } from "./chaos-history.js";
 import { checkHolders, type Hold } from "./chaos-holders.js";
 
@@ -17,18 +18,6 @@ function hold(fields: Partial<Hold> & Pick<Hold, "at" | "end">): Hold {
 }
 const permit = (slot: number, at: number, end: number, token?: bigint) =>
   hold({ mode: "permit", permits: 2, slot, at, end, ...(token === undefined ? {} : { token }) });
-
-function fault(kind: Fault["kind"], startedAt: number, settledAt: number): Fault {
-  return {
-    kind,
-    node: 0,
-    startedAt,
-    wallStartedAt: 0,
-    healedAt: settledAt,
-    settledAt,
-    twoActives: kind === "partition-peers" || kind === "partition-full",
-  };
-}
 
 const rules = (holds: Hold[], faults: Fault[] = []) =>
   checkHolders(holds, faults, 1_000).breaks.map((found) => found.rule);

@@ -28,6 +28,8 @@ export interface NemesisOptions {
   readonly steadyMs: number;
   /** Where lockd processes run (taskset -p); undefined leaves them unpinned. */
   readonly nodeCpus: string | undefined;
+  /** A coordinated run's store faults (chaos-store.ts): runs one to its end. */
+  readonly storeFault?: (kind: FaultKind) => Promise<void>;
 }
 
 const SETTLE_TIMEOUT_MS = 30_000;
@@ -161,6 +163,12 @@ export class Nemesis {
         return;
       case "return":
         throw new Error("a return follows a kill or a handoff");
+      default: {
+        const storeFault = this.#options.storeFault;
+        if (storeFault === undefined) throw new Error(`${kind}: not a coordinated run`);
+        await this.#fault(kind, 0, false, () => storeFault(kind));
+        return;
+      }
     }
   }
 

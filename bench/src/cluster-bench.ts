@@ -1,105 +1,29 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { LineClient, LockdCluster } from "@lock/testkit";
-import { formatRate, percentile, printRow } from "./report.js";
-import { firstJsonLine, freePort, LOCKD_MAIN, runLoad, spawnPinned, startLockd } from "./spawn.js";
+import { readFileSync } from "node:fs";
+import { LineClient } from "@lock/testkit";
+import { failoverTimes, handoffGaps, printTimes, ROUNDS, startPinnedCluster } from "./cluster-timing.js";
+import { formatRate, median, printRow } from "./report.js";
+import { runLoad, startLockd } from "./spawn.js";
 
 /**
  * Cluster benchmark: failover time after kill -9, the graceful-handoff gap, and throughput with two
  * standbys attached. Run: `pnpm bench:cluster` (or `node bench/dist/cluster-bench.js [failover|handoff|throughput]`).
  * Failover and handoff use the default timing (100 ms heartbeats, 500 ms peer timeout).
  */
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
-const DEFAULT_TIMING = ["--heartbeat-interval", "0.1", "--peer-timeout", "0.5"];
-
-async function startCluster(nodes: number): Promise<LockdCluster> {
-  const cluster = await LockdCluster.start({ nodes, args: DEFAULT_TIMING });
-  await cluster.nodes[0]!.waitForServing({ since: 0 });
-  await Promise.all(
-    cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
-  );
-  return cluster;
-}
-
-/** Brings node 0 back and waits until it has taken the active role over again. */
-async function restartTopNode(cluster: LockdCluster): Promise<void> {
-  const since = cluster.nodes[0]!.logs.length;
-  const followers = cluster.nodes.slice(1).map((node) => node.logs.length);
-  await cluster.restart(0);
-  await cluster.nodes[0]!.waitForServing({ since });
-  await Promise.all(
-    cluster.nodes
-      .slice(1)
-      .map((node, i) => node.waitForFollowing(cluster.advertised(0), { since: followers[i]! })),
-  );
-}
-
-/**
- * `measure` once per round on one cluster, bringing node 0 back as the active after each; then the
- * p50/p99/max row. Returns nothing: the row is the result.
- */
-async function acrossRestarts(
-  label: string,
-  nodes: number,
-  target: Record<string, string>,
-  measure: (cluster: LockdCluster, round: number) => Promise<number>,
-): Promise<void> {
-  const cluster = await startCluster(nodes);
-  const times: number[] = [];
-  try {
-    for (let round = 0; round < ROUNDS; round++) {
-      times.push(await measure(cluster, round));
-      await restartTopNode(cluster);
-    }
-  } finally {
-    await cluster.dispose();
-  }
-  times.sort((a, b) => a - b);
-  printRow(label, {
-    p50_ms: percentile(times, 50),
-    p99_ms: percentile(times, 99),
-    max_ms: times.at(-1)!,
-    ...target,
-  });
-}
 
 /** kill -9 → the first try-acquire granted by the new active to a client polling it every 2 ms. */
 async function failover(): Promise<void> {
   console.log(
     `\n# failover: kill -9 of the active -> first grant on the new active (3 nodes, ${ROUNDS} kills)`,
   );
-  await acrossRestarts("failover", 3, { target_p99_ms: "<= 1000" }, async (cluster, round) => {
-    using client = await cluster.connect(1);
-    const killed = performance.now();
-    await cluster.nodes[0]!.kill("SIGKILL");
-    for (let attempt = 0; ; attempt++) {
-      const reply = await client.request(`Y failover:${round} 30 r${attempt}`);
-      if (reply.startsWith("Y ")) break;
-      await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-    return performance.now() - killed;
-  });
+  printTimes("failover", await failoverTimes(), { target_p99_ms: "<= 1000" });
 }
 
-/**
- * SIGTERM of the active → the successor's promotion, from the two nodes' log timestamps (the old
- * active logs "stopping" as it begins the handoff). An upper bound on the time with no active.
- */
+/** SIGTERM of the active → the successor's promotion (an upper bound on the time with no active). */
 async function handoff(): Promise<void> {
   console.log(
     `\n# graceful handoff: SIGTERM of the active -> successor active (2 nodes, ${ROUNDS} handoffs)`,
   );
-  await acrossRestarts("handoff gap", 2, { target_ms: "<= 50" }, async (cluster) => {
-    const old = cluster.nodes[0]!;
-    const successor = cluster.nodes[1]!;
-    const sinceOld = old.logs.length;
-    const since = successor.logs.length;
-    await old.stop();
-    const promoted = await successor.waitForServing({ since });
-    const stopping = old.logs.slice(sinceOld).find((entry) => entry.msg === "stopping")!;
-    return (promoted.time as number) - (stopping.time as number);
-  });
+  printTimes("handoff gap", await handoffGaps(), { target_ms: "<= 50" });
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
@@ -138,13 +62,6 @@ async function standbysConverge(clients: LineClient[]): Promise<{ keys: number; 
   }
 }
 
-function median(values: number[]): number {
-  return percentile(
-    [...values].sort((a, b) => a - b),
-    50,
-  );
-}
-
 /**
  * The same load against a single node and against the active of a 3-node cluster, alternating
  * (BENCH_TP_ROUNDS rounds, 5 by default) so that drift on a shared machine hits both alike; the
@@ -168,29 +85,9 @@ async function throughput(): Promise<void> {
   } as const;
   let infoClients: LineClient[] = [];
   const single = await startLockd("0");
-  const ports = [await freePort(), await freePort(), await freePort()];
-  const peers = ports.map((port) => `127.0.0.1:${port}`).join(",");
-  // Cluster nodes need a peer token (lockd refuses --peers without one).
-  const peerTokenFile = join(mkdtempSync(join(tmpdir(), "lockd-bench-peer-")), "peer-token");
-  writeFileSync(peerTokenFile, "bench-peer-token-of-the-cluster\n", { mode: 0o600 });
-  const nodes = ports.map((port, i) =>
-    spawnPinned(i === 0 ? "0" : standbyCpu, [
-      LOCKD_MAIN,
-      "--listen",
-      `127.0.0.1:${port}`,
-      "--data-dir",
-      mkdtempSync(join(tmpdir(), "lockd-bench-cluster-")),
-      "--peers",
-      peers,
-      "--peer-token-file",
-      peerTokenFile,
-    ]),
-  );
+  const cluster = await startPinnedCluster(standbyCpu);
+  const { ports, nodes } = cluster;
   try {
-    await firstJsonLine(nodes[0]!, (entry) => entry.msg === "role changed" && entry.role === "active");
-    await Promise.all(
-      nodes.slice(1).map((node) => firstJsonLine(node, (entry) => entry.msg === "following active")),
-    );
     // One connection per node for `I`, kept for the convergence checks after each round.
     infoClients = await Promise.all(ports.map((port) => LineClient.connect(port)));
     if (!(await infoClients[0]!.request("I")).includes("role=active"))
@@ -239,7 +136,7 @@ async function throughput(): Promise<void> {
   } finally {
     for (const client of infoClients) client.close();
     single.stop();
-    for (const node of nodes) node.kill("SIGKILL");
+    cluster.stop();
   }
 }
 

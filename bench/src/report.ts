@@ -12,6 +12,14 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[rank]!;
 }
 
+/** Median of unsorted numbers. */
+export function median(values: readonly number[]): number {
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
+}
+
 export function printRow(name: string, fields: Record<string, string | number>): void {
   const parts = Object.entries(fields).map(([k, v]) => `${k}=${typeof v === "number" ? round(v) : v}`);
   console.log(`${name.padEnd(36)} ${parts.join("  ")}`);

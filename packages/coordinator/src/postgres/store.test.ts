@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { VersionedDocument } from "@lock/server";
+import { FaultProxy } from "@lock/testkit";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { describeCoordinationContract, eventually, takeEpochOnceBack } from "../contract.test.support.js";
@@ -49,6 +50,31 @@ describe("postgres: a dropped connection", () => {
       stop();
     } finally {
       await admin.end();
+      await store.close();
+    }
+  });
+});
+
+describe("postgres: a connection closed under a call", () => {
+  it("fails that call with COORDINATOR_UNAVAILABLE, does not crash the process, and serves again", async () => {
+    // The TCP connection just closes (a network cut, a crashed server), with no FATAL message from
+    // PostgreSQL first as pg_terminate_backend sends: pg then emits 'error' on the checked-out client.
+    const target = new URL(PG_URL);
+    await using proxy = await FaultProxy.start(Number(target.port || 5432));
+    const url = new URL(PG_URL);
+    url.host = proxy.address;
+    const store = new PostgresCoordinationStore({ connectionString: url.toString(), schema: freshSchema() });
+    try {
+      const before = await store.takeEpoch(0n);
+      proxy.freeze("toClient");
+      const sent = proxy.bytes.toServer;
+      const call = store.takeEpoch(0n);
+      await eventually(() => proxy.bytes.toServer > sent, 5000, "the call on the wire");
+      proxy.dropAll();
+      await expect(call).rejects.toMatchObject({ code: "COORDINATOR_UNAVAILABLE" });
+      proxy.heal();
+      expect(await takeEpochOnceBack(store, 5000)).toBeGreaterThan(before);
+    } finally {
       await store.close();
     }
   });

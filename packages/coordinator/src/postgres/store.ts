@@ -74,6 +74,10 @@ export class PostgresCoordinationStore implements CoordinationStore {
     // A pooled connection that dies while idle (a restart, pg_terminate_backend) is dropped by the
     // pool; the next call opens a new one. Without a listener the error would crash the process.
     this.#pool.on("error", () => {});
+    // The pool listens only while a connection is idle. One whose TCP connection closes while a call
+    // has it (a network cut, no FATAL message first) emits 'error' too: its query rejects and the
+    // call fails (COORDINATOR_UNAVAILABLE), and without this listener lockd would crash.
+    this.#pool.on("connect", (client) => client.on("error", () => {}));
     const target = new URL(options.connectionString);
     this.description =
       options.description ??
