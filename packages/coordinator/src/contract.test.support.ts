@@ -93,6 +93,15 @@ export function describeCoordinationContract(name: string, backend: ContractBack
       expect(await store.readEpoch()).toBe(start + 12n);
     });
 
+    it("takes several epochs in one call (a promotion's epoch and its spare), and refuses a count no caller means", async () => {
+      const store = open();
+      const start = await store.readEpoch();
+      expect(await store.takeEpoch(0n, 2)).toBe(start + 2n);
+      expect(await store.takeEpoch(start + 10n, 2)).toBe(start + 12n);
+      expect(await store.takeEpoch(0n)).toBe(start + 13n);
+      for (const count of [0, -1, 1.5]) expect(() => store.takeEpoch(0n, count)).toThrow(RangeError);
+    });
+
     it("never gives two concurrent takeEpoch calls from several instances the same value", async () => {
       const stores = [open(), open(), open()];
       const taken = await Promise.all(

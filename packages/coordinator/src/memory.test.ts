@@ -8,7 +8,7 @@ import { describeCoordinationContract } from "./contract.test.support.js";
 const shared = new MemoryCoordinationStore(monotonicClock);
 const instance = (): CoordinationStore => ({
   description: shared.description,
-  takeEpoch: (atLeast) => shared.takeEpoch(atLeast),
+  takeEpoch: (atLeast, count) => shared.takeEpoch(atLeast, count),
   readEpoch: () => shared.readEpoch(),
   acquireLease: (cluster, holder, ttlMs) => shared.acquireLease(cluster, holder, ttlMs),
   renewLease: (lease) => shared.renewLease(lease),

@@ -6,6 +6,7 @@ import type {
   VersionedDocument,
 } from "@lock/server";
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_WATCH_RESYNC_MS } from "../deadline.js";
+import { checkEpochCount } from "../epoch-count.js";
 import { unavailable } from "../errors.js";
 import { DEFAULT_ETCD_PREFIX } from "../url.js";
 import {
@@ -71,13 +72,14 @@ export class EtcdCoordinationStore implements CoordinationStore {
       `etcd ${options.tls ? "https" : "http"}://${options.endpoints.join(",")}${this.#prefix}`;
   }
 
-  takeEpoch(atLeast: bigint): Promise<bigint> {
+  takeEpoch(atLeast: bigint, count = 1): Promise<bigint> {
+    checkEpochCount(count);
     return this.#call("takeEpoch", async (deadline) => {
       const key = base64(`${this.#prefix}epoch`);
       for (let round = 0; round < MAX_CAS_ROUNDS; round++) {
         const current = (await this.#range(key, deadline))[0];
         const value = BigInt(fromBase64(current?.value) || "0");
-        const next = (value > atLeast ? value : atLeast) + 1n;
+        const next = (value > atLeast ? value : atLeast) + BigInt(count);
         const unchanged = current
           ? { key, target: "MOD", mod_revision: current.mod_revision }
           : { key, target: "CREATE", create_revision: "0" };

@@ -40,8 +40,8 @@ export function coordinationSql(schema: string) {
          cluster text PRIMARY KEY, holder text NOT NULL, handle bigint NOT NULL, expires_at timestamptz NOT NULL)`,
       `CREATE TABLE IF NOT EXISTS ${s}.documents (name text PRIMARY KEY, value text NOT NULL, version bigint NOT NULL)`,
     ],
-    takeEpoch: `INSERT INTO ${s}.epoch (singleton, value) VALUES (true, $1::bigint + 1)
-      ON CONFLICT (singleton) DO UPDATE SET value = GREATEST(${s}.epoch.value, $1::bigint) + 1
+    takeEpoch: `INSERT INTO ${s}.epoch (singleton, value) VALUES (true, $1::bigint + $2::bigint)
+      ON CONFLICT (singleton) DO UPDATE SET value = GREATEST(${s}.epoch.value, $1::bigint) + $2::bigint
       RETURNING value`,
     readEpoch: `SELECT value FROM ${s}.epoch`,
     /**

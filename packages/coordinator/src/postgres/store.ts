@@ -7,6 +7,7 @@ import type {
 } from "@lock/server";
 import pg from "pg";
 import { DEFAULT_CALL_TIMEOUT_MS, DEFAULT_WATCH_RESYNC_MS, withDeadline } from "../deadline.js";
+import { checkEpochCount } from "../epoch-count.js";
 import { unavailable } from "../errors.js";
 import { type CoordinationSql, coordinationSql, DEFAULT_SCHEMA } from "./schema.js";
 import { DocumentListener } from "./watch.js";
@@ -90,9 +91,13 @@ export class PostgresCoordinationStore implements CoordinationStore {
     });
   }
 
-  takeEpoch(atLeast: bigint): Promise<bigint> {
+  takeEpoch(atLeast: bigint, count = 1): Promise<bigint> {
+    checkEpochCount(count);
     return this.#call("takeEpoch", async (client) => {
-      const { rows } = await client.query<{ value: string }>(this.#sql.takeEpoch, [String(atLeast)]);
+      const { rows } = await client.query<{ value: string }>(this.#sql.takeEpoch, [
+        String(atLeast),
+        String(count),
+      ]);
       return BigInt(rows[0]!.value);
     });
   }

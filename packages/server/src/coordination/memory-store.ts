@@ -30,8 +30,10 @@ export class CoordinationState {
     this.#clock = clock;
   }
 
-  takeEpoch(atLeast: bigint): bigint {
-    this.#epoch = (this.#epoch > atLeast ? this.#epoch : atLeast) + 1n;
+  takeEpoch(atLeast: bigint, count = 1): bigint {
+    if (!Number.isSafeInteger(count) || count < 1)
+      throw new RangeError(`takeEpoch takes 1 or more epochs, not ${count}`);
+    this.#epoch = (this.#epoch > atLeast ? this.#epoch : atLeast) + BigInt(count);
     return this.#epoch;
   }
 
@@ -122,9 +124,9 @@ export class MemoryCoordinationStore implements CoordinationStore {
     this.state = new CoordinationState(clock);
   }
 
-  takeEpoch(atLeast: bigint): Promise<bigint> {
+  takeEpoch(atLeast: bigint, count = 1): Promise<bigint> {
     this.calls.takeEpoch += 1;
-    return Promise.resolve(this.state.takeEpoch(atLeast));
+    return Promise.resolve(this.state.takeEpoch(atLeast, count));
   }
 
   readEpoch(): Promise<bigint> {

@@ -32,7 +32,7 @@ class ControlledStore {
 
   readonly store: CoordinationStore = {
     description: "controlled",
-    takeEpoch: (atLeast) => this.#call(() => this.inner.takeEpoch(atLeast)),
+    takeEpoch: (atLeast, count) => this.#call(() => this.inner.takeEpoch(atLeast, count)),
     readEpoch: () => this.#call(() => this.inner.readEpoch()),
     acquireLease: (cluster, holder, ttlMs) =>
       this.#call(() => this.inner.acquireLease(cluster, holder, ttlMs)),

@@ -141,9 +141,10 @@ export class Ownership {
     this.#setValidUntil(sentAt + leaseMs - marginMs);
     this.#scheduleRenewal(leaseMs / 3);
     try {
-      this.storeCalls += 2;
-      const epoch = await store.takeEpoch(atLeast);
-      const spare = await store.takeEpoch(epoch);
+      this.storeCalls += 1;
+      // Both in one call (a promotion waits for it): the epoch to grant from, and the spare above it.
+      const spare = await store.takeEpoch(atLeast, 2);
+      const epoch = spare - 1n;
       if (generation !== this.#generation) return { owned: false, holder: undefined };
       this.#spare = spare;
       this.lastEpoch = spare;

@@ -18,10 +18,12 @@ export interface CoordinationStore {
   readonly description: string;
 
   /**
-   * Sets the counter to max(counter, `atLeast`) + 1, atomically (compare-and-set), and returns the
-   * new value. A call whose answer was lost took a number nobody uses; a retry takes the next.
+   * Sets the counter to max(counter, `atLeast`) + `count` (default 1), atomically (compare-and-set),
+   * and returns the new value: the `count` epochs up to it are the caller's (a promotion takes its
+   * epoch and a spare in one call). A call whose answer was lost took numbers nobody uses; a retry
+   * takes the next.
    */
-  takeEpoch(atLeast: bigint): Promise<bigint>;
+  takeEpoch(atLeast: bigint, count?: number): Promise<bigint>;
 
   /** The counter's value (0 if no epoch was ever taken). */
   readEpoch(): Promise<bigint>;

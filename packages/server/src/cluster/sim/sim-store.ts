@@ -85,7 +85,7 @@ export class SimStore {
     const call = <T>(operation: (state: CoordinationState) => T) => this.#call(caller, operation);
     return {
       description: "simulated store",
-      takeEpoch: (atLeast: bigint) => call((state) => state.takeEpoch(atLeast)),
+      takeEpoch: (atLeast: bigint, count?: number) => call((state) => state.takeEpoch(atLeast, count)),
       readEpoch: () => call((state) => state.readEpoch()),
       acquireLease: (cluster: string, holder: string, ttlMs: number): Promise<LeaseOutcome> =>
         call((state) => state.acquireLease(cluster, holder, ttlMs)),
