@@ -15,6 +15,12 @@ import { afterEach, describe, expect, it } from "vitest";
  */
 const ID_PREFIX = "client-5f3a9c2e81d4b07a-";
 const LOCKS = Number(process.env.LOCK_RESYNC_LOCKS ?? 1_000_000);
+/**
+ * Node options for the three nodes, for a diagnostic run: with testkit's `LOCK_TEST_LOG_DIR`,
+ * `LOCK_RESYNC_NODE_OPTIONS="--require $PWD/packages/testkit/loop-monitor.cjs"` logs every node's
+ * event-loop blocks and GC pauses beside its role changes and peer losses.
+ */
+const NODE_OPTIONS = process.env.LOCK_RESYNC_NODE_OPTIONS;
 
 describe.skipIf(LOCKS === 0)(`resync of a restarted standby (${LOCKS} locks)`, () => {
   let cluster: LockdCluster | undefined;
@@ -33,6 +39,7 @@ describe.skipIf(LOCKS === 0)(`resync of a restarted standby (${LOCKS} locks)`, (
     const locks = LOCKS;
     cluster = await LockdCluster.start({
       nodes: 3,
+      env: NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS },
       // One connection takes every lock; a peer timeout of 1 s rides out a loaded CI machine.
       args: [
         "--heartbeat-interval",
@@ -60,7 +67,8 @@ describe.skipIf(LOCKS === 0)(`resync of a restarted standby (${LOCKS} locks)`, (
     const probe = await cluster.connect(0);
     expect(await probe.request("A resync:during 600 0")).toMatch(/^A resync:during \d+$/);
     await until(async () => (await keysOf(2)) === locks + 1);
-    expect(roleChanges().length).toBe(before);
+    // The whole lines on failure: which node changed role, when, and why.
+    expect(roleChanges().slice(before)).toEqual([]);
 
     const promoted = cluster.nodes[1]!.waitForServing({ timeoutMs: 20_000 });
     await cluster.nodes[0]!.kill("SIGKILL");
