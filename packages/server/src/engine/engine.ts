@@ -72,6 +72,8 @@ export class LockEngine<P> {
   #waiters = 0;
   /** Grants that hold a key: exclusive holders, shared holders and permits (`maxKeys` caps them). */
   #holders = 0;
+  /** The largest token held since the last `clear()` (maxHeldToken). */
+  #maxToken = 0n;
   /** The ordered view `/locks` pages through (built on the first listing). */
   readonly #listing = new HeldListing<P>(this.#keys);
   /** Keys with a queue: "most contended" reads these, never the whole key map. */
@@ -397,6 +399,7 @@ export class LockEngine<P> {
       }
     this.#keys.clear();
     this.#holders = 0;
+    this.#maxToken = 0n;
     this.#listing.cleared();
   }
 
@@ -443,15 +446,15 @@ export class LockEngine<P> {
     };
   }
 
-  /** The largest token among current holders (0 if none): a floor for the next epoch. */
+  /**
+   * A floor for the next epoch (a promotion learns its epoch): the largest token held since the last
+   * `clear()`, released since or not (its epoch was taken all the same); 0 if none. Kept as holders
+   * come rather than found by a scan of every key at each promotion: with millions of keys on a
+   * loaded machine, a promoting standby went silent for seconds (issue 20), long enough for the
+   * next standby to think it dead too.
+   */
   maxHeldToken(): bigint {
-    let max = 0n;
-    for (const map of this.#keys.maps)
-      for (const state of map.values()) {
-        if (state.token > max) max = state.token;
-        for (const holder of state.holders?.values() ?? []) if (holder.token > max) max = holder.token;
-      }
-    return max;
+    return this.#maxToken;
   }
 
   /** Moves token issuing to `epoch` (promotion); the caller has persisted it. */
@@ -568,7 +571,7 @@ export class LockEngine<P> {
       return this.#grantNow(state, mode, leaseMs, id, session);
     }
     // The hot path of every lock's life, kept as short as it was before lock modes.
-    const token = this.#tokens.next();
+    const token = this.#nextToken();
     const state = new KeyState<P>(key, token, id, session);
     this.#keys.add(key, state);
     this.#listing.added(key);
@@ -598,7 +601,7 @@ export class LockEngine<P> {
     id: string | undefined,
     session: Session<P> | undefined,
   ): GrantedOutcome {
-    const held = this.#hold(state, mode, this.#tokens.next(), id, session, -1);
+    const held = this.#hold(state, mode, this.#nextToken(), id, session, -1);
     this.#heap.schedule(held, this.#clock.now() + leaseMs);
     this.counters.grants += 1;
     this.#journalGrant(state, held, leaseMs);
@@ -615,6 +618,13 @@ export class LockEngine<P> {
    * Records `token` as a holder of `state` in `mode`: the key's own record for an exclusive
    * holder, else a `Holder` in its set, on `slot` (-1: the lowest free one) for a permit.
    */
+  /** The next token to grant (recorded for maxHeldToken). */
+  #nextToken(): bigint {
+    const token = this.#tokens.next();
+    if (token > this.#maxToken) this.#maxToken = token;
+    return token;
+  }
+
   #hold(
     state: KeyState<P>,
     mode: LockMode,
@@ -624,6 +634,7 @@ export class LockEngine<P> {
     slot: number,
   ): HeldRecord<P> {
     this.#holders += 1;
+    if (token > this.#maxToken) this.#maxToken = token;
     if (mode.kind === "exclusive") {
       state.token = token;
       state.holderId = id;
@@ -699,7 +710,7 @@ export class LockEngine<P> {
     for (let head = state.head; head !== undefined; head = state.head) {
       if (!this.#holdRule(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
       this.#dropWaiter(head);
-      const held = this.#hold(state, head.mode, this.#tokens.next(), head.id, head.session, -1);
+      const held = this.#hold(state, head.mode, this.#nextToken(), head.id, head.session, -1);
       this.#scheduleGrant(state, held, head);
       if (granted === undefined) granted = [];
       granted.push([head, held]);
@@ -719,7 +730,7 @@ export class LockEngine<P> {
 
   /** The exclusive hand-off: `next` (already dequeued) holds `state` now. */
   #handTo(state: KeyState<P>, next: Waiter<P>): void {
-    const token = this.#tokens.next();
+    const token = this.#nextToken();
     state.token = token;
     state.holderId = next.id;
     state.holderSession = next.session;
