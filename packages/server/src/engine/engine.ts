@@ -72,6 +72,8 @@ export class LockEngine<P> {
   #waiters = 0;
   /** Grants that hold a key: exclusive holders, shared holders and permits (`maxKeys` caps them). */
   #holders = 0;
+  /** Keys whose deadlines were deferred and are not scheduled yet (`scheduleDeferred`). */
+  #deferred: Iterator<KeyState<P>> | undefined;
   /** The largest token held since the last `clear()` (maxHeldToken). */
   #maxToken = 0n;
   /** The ordered view `/locks` pages through (built on the first listing). */
@@ -354,18 +356,37 @@ export class LockEngine<P> {
 
   /**
    * A standby defers lease deadlines (they only matter once it serves, and skipping the heap halves
-   * the cost of applying the stream); turning deferral off schedules every recorded deadline.
+   * the cost of applying the stream). Turning deferral off does not schedule the recorded deadlines
+   * at once: `scheduleDeferred` does, a chunk per call. With 5M holders, all at once blocked a
+   * promoting node for 1–2 s, long enough for the other standby to think it dead and promote too
+   * (issue 20). Until its chunk comes a holder's lease cannot run out: it ends that much late.
    */
   deferDeadlines(defer: boolean): void {
     if (defer === this.#deferDeadlines) return;
     this.#deferDeadlines = defer;
-    if (defer) return;
-    for (const map of this.#keys.maps)
-      for (const state of map.values()) {
-        if (state.token !== NO_TOKEN && state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
-        for (const holder of state.holders?.values() ?? [])
-          if (holder.heapIndex < 0) this.#heap.schedule(holder, holder.deadline);
+    this.#deferred = defer ? undefined : valuesOf(this.#keys.maps);
+  }
+
+  /**
+   * Schedules the deadlines of up to `count` keys' holders recorded while deferred (a Map iterator
+   * sees the keys added and removed meanwhile, and a key granted or extended meanwhile is scheduled
+   * already). True while some are left.
+   */
+  scheduleDeferred(count: number): boolean {
+    const states = this.#deferred;
+    if (states === undefined) return false;
+    for (let i = 0; i < count; i++) {
+      const next = states.next();
+      if (next.done) {
+        this.#deferred = undefined;
+        return false;
       }
+      const state = next.value;
+      if (state.token !== NO_TOKEN && state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
+      for (const holder of state.holders?.values() ?? [])
+        if (holder.heapIndex < 0) this.#heap.schedule(holder, holder.deadline);
+    }
+    return true;
   }
 
   /**
@@ -842,4 +863,9 @@ function keyOf<P>(held: HeldRecord<P>): string {
 
 function limitOf(mode: LockMode): number {
   return mode.kind === "permit" ? mode.limit : 0;
+}
+
+/** Every value of `maps`, one Map after the other, lazily. */
+function* valuesOf<V>(maps: ReadonlyArray<ReadonlyMap<string, V>>): Generator<V> {
+  for (const map of maps) yield* map.values();
 }
