@@ -106,6 +106,7 @@ async function runInOneDatabase(examples: typeof EXAMPLES): Promise<void> {
  */
 const CONSUMER = `
 import { Lock, LockClient, LockLostError } from "@lock/client";
+import { type CoordinationStore, openCoordinationStore } from "@lock/coordinator";
 import { DeadlineHeap, ManualClock } from "@lock/deadline-heap";
 import { fence, memoryStore, StaleTokenError } from "@lock/fence";
 import { fencePlugin, fencingHeaders } from "@lock/fence/fastify";
@@ -131,6 +132,11 @@ export async function work(client: LockClient): Promise<bigint> {
 
 export const parts = [DeadlineHeap, ManualClock, StaleTokenError, fencePlugin, fencingHeaders, postgresStore,
   redisStore, formatAddress, RequestDecoder, LockServer, SocketWriter, useFastIo];
+
+export function coordinator(url: string): Promise<bigint> {
+  const store: CoordinationStore = openCoordinationStore(url, { callTimeoutMs: 500 });
+  return store.takeEpoch(0n);
+}
 `;
 
 /** Type-checks the consumer and the READMEs' TypeScript examples as they are written, strictly. */

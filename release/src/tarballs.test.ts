@@ -34,6 +34,7 @@ it("packs every published package (and only those)", () => {
   expect(packed.map((entry) => entry.name).sort()).toEqual([
     "@lock/cli",
     "@lock/client",
+    "@lock/coordinator",
     "@lock/deadline-heap",
     "@lock/fence",
     "@lock/protocol",

@@ -1,8 +1,19 @@
 #!/usr/bin/env node
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Server as TlsServer } from "node:tls";
-import { EpochStoreError, LockServer, type LockServerOptions, ReportLimiter } from "@lock/server";
+import { CoordinatorUrlError, openCoordinationStore } from "@lock/coordinator";
+import { formatAddress } from "@lock/protocol";
+import {
+  type CoordinationOptions,
+  DEFAULT_OWNERSHIP_MARGIN_MS,
+  EpochStoreError,
+  LockServer,
+  type LockServerOptions,
+  ownershipHolder,
+  ReportLimiter,
+} from "@lock/server";
 import { useFastIo } from "@lock/socket-io";
 import { pino } from "pino";
 import { ConfigError, isLoopback } from "./address.js";
@@ -45,7 +56,8 @@ async function main(): Promise<void> {
   }
   warnOfWeakSpots(log, config);
   const events = clusterEvents(log, metrics, clusterLog, warnIfEpochAhead);
-  const started = await LockServer.start(serverOptions(config, metrics, events));
+  const coordination = openCoordinator(config);
+  const started = await LockServer.start(serverOptions(config, metrics, events, coordination));
   server = started;
   metrics.attach(started);
   warnIfEpochAhead();
@@ -71,7 +83,9 @@ async function main(): Promise<void> {
     log,
     async () => {
       stopHistory();
+      // The cluster gave its lease back (or handed it off) as it stopped: the store goes last.
       await Promise.all([started.close(config.shutdownGraceMs), admin?.close()]);
+      await coordination?.store.close();
       authFailures.flush();
     },
     () =>
@@ -109,6 +123,31 @@ function readConfig(): LockdConfig | undefined {
     return undefined;
   }
   return parsed.config;
+}
+
+/**
+ * The coordination store `--coordinator` names, and this process's name for the ownership lease
+ * (its address and a random incarnation: a restart is another holder). Nothing connects yet. A URL
+ * the store cannot use is a configuration error (status 2), like any other bad setting.
+ */
+function openCoordinator(config: LockdConfig): CoordinationOptions | undefined {
+  const coordinator = config.coordinator;
+  if (!coordinator) return undefined;
+  try {
+    const store = openCoordinationStore(coordinator.url);
+    const advertise = config.advertise ?? formatAddress(config.listen.host, config.listen.port);
+    return {
+      store,
+      cluster: coordinator.clusterName,
+      holder: ownershipHolder(advertise, randomBytes(4).toString("hex")),
+      leaseMs: coordinator.leaseMs,
+      marginMs: DEFAULT_OWNERSHIP_MARGIN_MS,
+    };
+  } catch (error) {
+    if (!(error instanceof CoordinatorUrlError)) throw error;
+    process.stderr.write(`lockd: ${coordinator.origin}: ${error.message}\nrun lockd --help for the flags\n`);
+    process.exit(2);
+  }
 }
 
 /** What --insecure, or a missing certificate, leaves open: said at every start. */
@@ -152,6 +191,7 @@ function serverOptions(
   config: LockdConfig,
   metrics: LockdMetrics,
   events: ClusterOptions["events"],
+  coordination: CoordinationOptions | undefined,
 ): LockServerOptions {
   return {
     host: config.listen.host,
@@ -173,6 +213,7 @@ function serverOptions(
             ...(config.peerToken ? { peerToken: config.peerToken } : {}),
             ...(config.tls ? { tls: config.tlsCa ? { ca: config.tlsCa } : {} } : {}),
             timing: { heartbeatMs: config.heartbeatMs, peerTimeoutMs: config.peerTimeoutMs },
+            ...(coordination ? { coordination } : {}),
             ...(events ? { events } : {}),
           },
         }

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tokenEpoch } from "@lock/protocol";
-import { LineClient, LockdCluster, LockdProcess } from "@lock/testkit";
+import { grantToken, LineClients, LockdCluster, LockdProcess } from "@lock/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 
 /**
@@ -12,9 +12,8 @@ import { afterEach, describe, expect, it } from "vitest";
  */
 const clusters: LockdCluster[] = [];
 const processes: LockdProcess[] = [];
-const clients: LineClient[] = [];
 afterEach(async () => {
-  for (const client of clients.splice(0)) client.close();
+  clients.closeAll();
   for (const cluster of clusters.splice(0)) await cluster.dispose();
   for (const lockd of processes.splice(0)) await lockd.dispose();
 });
@@ -25,20 +24,13 @@ const FLAGS = ["--max-clock-skew", "0.05"];
 async function start(nodes: number): Promise<LockdCluster> {
   const cluster = await LockdCluster.start({ nodes, args: FLAGS });
   clusters.push(cluster);
-  await cluster.nodes[0]!.waitForServing({ since: 0 });
-  await Promise.all(
-    cluster.nodes.slice(1).map((node) => node.waitForFollowing(cluster.advertised(0), { since: 0 })),
-  );
+  await cluster.settled();
   return cluster;
 }
 
-async function connect(port: number): Promise<LineClient> {
-  const client = await LineClient.connect(port);
-  clients.push(client);
-  return client;
-}
-
-const tokenOf = (line: string) => BigInt(line.split(" ")[2]!);
+const clients = new LineClients();
+const connect = (port: number) => clients.connect(port);
+const tokenOf = grantToken;
 
 /** Acquires `key` on the node at `port`, which must grant at once; returns the token. */
 async function grant(port: number, key: string): Promise<bigint> {

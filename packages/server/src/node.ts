@@ -290,6 +290,10 @@ export class LockNode {
     return this.#engine.ownership(key, token, session, id);
   }
 
+  heldBy(key: string, session: Session<AcquireSink>): number {
+    return this.#engine.heldBy(key, session);
+  }
+
   release(key: string, token: bigint): boolean {
     return this.#engine.release(key, token);
   }
@@ -381,8 +385,7 @@ export class LockNode {
   /** Cluster: stops granting (see the class comment) until `endHold(reason)`; holds nest by reason. */
   hold(reason: HoldReason): void {
     this.#holds.add(reason);
-    this.#timer.stop();
-    this.#wasServing = false;
+    this.#servingChanged();
   }
 
   endHold(reason: HoldReason): void {
@@ -443,6 +446,7 @@ export class LockNode {
 
   #servingChanged(): void {
     const serving = this.serving;
+    this.#engine.setGranting(serving);
     if (serving) this.#timer.start();
     else this.#timer.stop();
     if (serving && !this.#wasServing) this.#hooks.serving?.();

@@ -1,8 +1,10 @@
 export { acquireMany } from "./acquire-many.js";
 export { buildLockCli, buildLockd } from "./build.js";
+export type { EtcdClusterOptions, EtcdMember } from "./etcd.js";
+export { EtcdCluster, freePort } from "./etcd.js";
 export type { ProxyDirection } from "./fault-proxy.js";
 export { FaultProxy } from "./fault-proxy.js";
-export { LineClient } from "./line-client.js";
+export { grantToken, LineClient, LineClients } from "./line-client.js";
 export type { LockdClusterOptions } from "./lockd-cluster.js";
 export { LockdCluster, TEST_PEER_TOKEN } from "./lockd-cluster.js";
 export type { LockdOptions, ReadyInfo } from "./lockd-process.js";

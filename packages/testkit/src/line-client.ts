@@ -92,3 +92,23 @@ export class LineClient {
     this.#buffer = text.slice(start);
   }
 }
+
+/** LineClients a test opened, closed together after it (`afterEach(() => clients.closeAll())`). */
+export class LineClients {
+  readonly #open: LineClient[] = [];
+
+  async connect(port: number): Promise<LineClient> {
+    const client = await LineClient.connect(port);
+    this.#open.push(client);
+    return client;
+  }
+
+  closeAll(): void {
+    for (const client of this.#open.splice(0)) client.close();
+  }
+}
+
+/** The token of a grant reply (`A <key> <token> …`, `Q …`, `Y …`, `W …`). */
+export function grantToken(reply: string): bigint {
+  return BigInt(reply.split(" ")[2]!);
+}

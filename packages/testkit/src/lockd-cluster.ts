@@ -65,6 +65,14 @@ export class LockdCluster {
     return cluster;
   }
 
+  /** Waits until node 0 serves and every other node follows it: the cluster as it starts. */
+  async settled(): Promise<void> {
+    await this.nodes[0]!.waitForServing({ since: 0 });
+    await Promise.all(
+      this.nodes.slice(1).map((node) => node.waitForFollowing(this.advertised(0), { since: 0 })),
+    );
+  }
+
   /** The advertised (proxy) address of node i: what peers and redirects use. */
   advertised(i: number): string {
     return this.proxies[i]!.address;

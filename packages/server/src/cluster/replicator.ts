@@ -274,8 +274,10 @@ export class Replicator implements EngineJournal {
    */
   handoff(link: ReplicaLink, epoch: bigint, timeoutMs: number, done: (acked: boolean) => void): void {
     const target = this.#targets.get(link);
-    // A peer still being sent a snapshot is no successor (the caller checks it is synced).
-    if (target?.snapshot) {
+    // A peer still being sent a snapshot, or not sent one on this connection, is no successor. The
+    // caller checked it was synced, but a handoff that first gives the ownership lease back checks
+    // after a store round trip, during which the link may have been reset.
+    if (!target || target.snapshot) {
       done(false);
       return;
     }

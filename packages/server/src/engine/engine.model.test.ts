@@ -251,6 +251,9 @@ function runScenario(commands: Command[]): void {
         expect(engine.queue(k)).toEqual(m.queue.map((w) => w.payload));
       }
     }
+    // Each session's count of its grants (the per-connection key quota reads it) is exact.
+    for (const session of sessions)
+      expect(session.heldCount).toBe(KEYS.reduce((sum, k) => sum + engine.heldBy(k, session), 0));
     // Keys are independent: compare timeouts as sets (the engine interleaves keys by deadline).
     expect([...timedOut].sort()).toEqual([...model.timedOut].sort());
     for (const p of timedOut) expect(granted.has(p)).toBe(false);

@@ -208,6 +208,24 @@ class Model {
     if (wasHead) this.grantWaiting(key);
   }
 
+  /**
+   * A connection closed: all of its queued acquires leave first, then the keys whose head left
+   * grant what can hold now. Never one of the closed connection's own waiters: it is gone.
+   */
+  closeSession(session: number): Wait[] {
+    const dropped: Wait[] = [];
+    const headless: string[] = [];
+    for (const [key, k] of this.keys) {
+      const mine = k.queue.filter((w) => w.session === session);
+      if (mine.length === 0) continue;
+      if (k.queue[0]!.session === session) headless.push(key);
+      k.queue = k.queue.filter((w) => w.session !== session);
+      dropped.push(...mine);
+    }
+    for (const key of headless) this.grantWaiting(key);
+    return dropped;
+  }
+
   /** Due leases and waits, earliest first, a lease before a wait at the same instant. */
   advance(ms: number): void {
     this.now += ms;
@@ -330,11 +348,7 @@ function runScenario(commands: Command[]): void {
         break;
       case "close":
         engine.closeSession(sessions[c.session]!);
-        for (const [key, k] of [...model.keys])
-          for (const w of k.queue.filter((q) => q.session === c.session)) {
-            model.withdraw(key, w);
-            queued.delete(w.payload);
-          }
+        for (const w of model.closeSession(c.session)) queued.delete(w.payload);
         sessions[c.session] = engine.openSession();
         break;
     }
@@ -369,6 +383,9 @@ function runScenario(commands: Command[]): void {
       if (m?.limit !== undefined) expect(holders.length).toBeLessThanOrEqual(m.limit);
     }
     expect(engine.holderCount).toBe(model.holderCount);
+    // Each session's count of its grants (the per-connection key quota reads it) is exact.
+    for (const session of sessions)
+      expect(session.heldCount).toBe(KEYS.reduce((sum, k) => sum + engine.heldBy(k, session), 0));
     expect([...timedOut].sort()).toEqual([...model.timedOut].sort());
     for (const p of timedOut) expect(tokenOf.has(p)).toBe(false);
   };

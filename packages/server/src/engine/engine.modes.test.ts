@@ -49,6 +49,33 @@ describe("LockEngine lock modes", () => {
     expect(engine.holdersOf("k").map((h) => h.mode)).toEqual(["shared"]);
   });
 
+  it("grants nothing when a head waiter's connection closes while the node does not serve, and grants the heads once it serves again", () => {
+    const { engine, granted, acquire } = setup();
+    acquire("r1", SHARED);
+    const writers = engine.openSession();
+    // A writer waits behind the reader; a reader behind the writer waits for it (phase-fair).
+    engine.acquire(writers, { key: "k", leaseMs: 1000, waitMs: 5000, payload: "w", mode: EXCLUSIVE });
+    expect(acquire("r2", SHARED, 5000).status).toBe("queued");
+    // The node stops serving (a hold, a handoff): the writer's connection closes meanwhile.
+    engine.setGranting(false);
+    engine.closeSession(writers);
+    expect(granted).toEqual([]);
+    expect(engine.queue("k")).toEqual(["r2"]);
+    engine.setGranting(true);
+    expect(granted.map((g) => g.payload)).toEqual(["r2"]);
+  });
+
+  it("never grants a closed connection's own waiter when its waiter at the head leaves with it", () => {
+    const { engine, granted, acquire } = setup();
+    acquire("r1", SHARED);
+    const leaving = engine.openSession();
+    engine.acquire(leaving, { key: "k", leaseMs: 1000, waitMs: 5000, payload: "w", mode: EXCLUSIVE });
+    engine.acquire(leaving, { key: "k", leaseMs: 1000, waitMs: 5000, payload: "r2", mode: SHARED });
+    expect(engine.closeSession(leaving)).toBe(2);
+    expect(granted).toEqual([]);
+    expect(engine.holdersOf("k").length).toBe(1);
+  });
+
   it("grants every consecutive reader at the head at once, and stops at the next writer", () => {
     const { engine, granted, acquire } = setup();
     const w = tokenOf(acquire("w1"));

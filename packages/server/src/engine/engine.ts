@@ -82,6 +82,8 @@ export class LockEngine<P> {
   readonly #contended = new Set<KeyState<P>>();
   /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
   #deferDeadlines = false;
+  /** False while the node does not serve (a standby, a handoff, a hold): see `setGranting`. */
+  #granting = true;
   readonly counters: EngineCounters = {
     grants: 0,
     handoffs: 0,
@@ -221,6 +223,15 @@ export class LockEngine<P> {
     return "not-owner";
   }
 
+  /** How many grants of `key` `session` holds (as `ownership` counts a holder by its session). */
+  heldBy(key: string, session: Session<P>): number {
+    const state = this.#keys.get(key);
+    if (state === undefined) return 0;
+    let count = state.token !== NO_TOKEN && state.holderSession === session ? 1 : 0;
+    for (const holder of state.holders?.values() ?? []) if (holder.holderSession === session) count += 1;
+    return count;
+  }
+
   /**
    * Releases the grant `token` of `key` if it still holds it, granting the queue's head (and, for
    * shared holders and permits, every waiter behind it that can join them). False if it did not.
@@ -317,9 +328,7 @@ export class LockEngine<P> {
   ): HeldRecord<P> | undefined {
     if (mode.kind === "exclusive") {
       if (state.token === NO_TOKEN) this.#dropHolderSet(state);
-      else this.#holders -= 1;
-      state.token = NO_TOKEN;
-      state.holderSession = undefined;
+      else this.#unhold(state);
       return undefined;
     }
     this.#dropExclusive(state);
@@ -352,6 +361,19 @@ export class LockEngine<P> {
     const deadline = this.#clock.now() + leaseMs;
     if (this.#deferDeadlines) holder.deadline = deadline;
     else this.#heap.schedule(holder, deadline);
+  }
+
+  /**
+   * Whether a waiter that leaves the head of its queue (its connection closed) lets the next ones
+   * be granted. Off while the node does not serve: a standby, an active handing off (its waiters are
+   * being redirected, and one granted now would be unknown to the successor), an active held
+   * (a stall, a lapsed ownership lease). Turned back on, the heads that can hold now are granted.
+   * Every other way to grant (acquire, release, cancel, expiry) is already refused or not run then.
+   */
+  setGranting(granting: boolean): void {
+    if (granting === this.#granting) return;
+    this.#granting = granting;
+    if (granting) for (const state of [...this.#contended]) this.#grantWaiting(state);
   }
 
   /**
@@ -416,7 +438,11 @@ export class LockEngine<P> {
       for (const state of map.values()) {
         for (let waiter = state.head; waiter; waiter = state.head) this.#dropWaiter(waiter);
         this.#heap.remove(state);
-        for (const holder of state.holders?.values() ?? []) this.#heap.remove(holder);
+        leaveSession(state.holderSession);
+        for (const holder of state.holders?.values() ?? []) {
+          this.#heap.remove(holder);
+          leaveSession(holder.holderSession);
+        }
       }
     this.#keys.clear();
     this.#holders = 0;
@@ -594,6 +620,7 @@ export class LockEngine<P> {
     // The hot path of every lock's life, kept as short as it was before lock modes.
     const token = this.#nextToken();
     const state = new KeyState<P>(key, token, id, session);
+    if (session !== undefined) session.heldCount += 1;
     this.#keys.add(key, state);
     this.#listing.added(key);
     this.#holders += 1;
@@ -631,20 +658,23 @@ export class LockEngine<P> {
 
   /** A retry of the acquire that holds the key (same id): the same grant, on this connection now. */
   #replay(held: HeldRecord<P>, session: Session<P> | undefined): GrantedOutcome {
+    leaveSession(held.holderSession);
+    if (session !== undefined) session.heldCount += 1;
     held.holderSession = session;
     return { status: "granted", token: held.token, replayed: true, slot: slotOf(held) };
   }
 
-  /**
-   * Records `token` as a holder of `state` in `mode`: the key's own record for an exclusive
-   * holder, else a `Holder` in its set, on `slot` (-1: the lowest free one) for a permit.
-   */
   /** The next token to grant (recorded for maxHeldToken). */
   #nextToken(): bigint {
     const token = this.#tokens.next();
     if (token > this.#maxToken) this.#maxToken = token;
     return token;
   }
+
+  /**
+   * Records `token` as a holder of `state` in `mode`: the key's own record for an exclusive
+   * holder, else a `Holder` in its set, on `slot` (-1: the lowest free one) for a permit.
+   */
 
   #hold(
     state: KeyState<P>,
@@ -656,6 +686,7 @@ export class LockEngine<P> {
   ): HeldRecord<P> {
     this.#holders += 1;
     if (token > this.#maxToken) this.#maxToken = token;
+    if (session !== undefined) session.heldCount += 1;
     if (mode.kind === "exclusive") {
       state.token = token;
       state.holderId = id;
@@ -709,6 +740,7 @@ export class LockEngine<P> {
   #freeExclusive(state: KeyState<P>): void {
     const next = state.head;
     if (next === undefined) {
+      leaveSession(state.holderSession);
       this.#heap.remove(state);
       this.#holders -= 1;
       this.#keys.delete(state.key);
@@ -717,6 +749,7 @@ export class LockEngine<P> {
     }
     if (next.mode.kind === "exclusive") {
       // The common hand-off, from one exclusive holder to the next: the key's record is reused.
+      leaveSession(state.holderSession);
       this.#dropWaiter(next);
       this.#handTo(state, next);
       return;
@@ -725,49 +758,59 @@ export class LockEngine<P> {
     this.#grantWaiting(state);
   }
 
-  /** Grants the queue's head, and the waiters behind it while they can join (phase-fair). */
+  /**
+   * Grants the queue's head, and the waiters behind it while they can join (phase-fair). Events go
+   * out once every grant is made; the first grant is kept in locals, since a release usually grants
+   * one waiter (a permit, an exclusive holder) and an array per hand-off is garbage for nothing.
+   */
   #grantWaiting(state: KeyState<P>): void {
-    let granted: Array<[Waiter<P>, HeldRecord<P>]> | undefined;
+    const now = this.#clock.now();
+    let first: Waiter<P> | undefined;
+    let firstHeld: HeldRecord<P> | undefined;
+    let more: Array<[Waiter<P>, HeldRecord<P>]> | undefined;
     for (let head = state.head; head !== undefined; head = state.head) {
       if (!this.#holdRule(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
       this.#dropWaiter(head);
       const held = this.#hold(state, head.mode, this.#nextToken(), head.id, head.session, -1);
-      this.#scheduleGrant(state, held, head);
-      if (granted === undefined) granted = [];
-      granted.push([head, held]);
+      this.#scheduleGrant(state, held, head, now);
+      if (first === undefined) {
+        first = head;
+        firstHeld = held;
+      } else {
+        more ??= [];
+        more.push([head, held]);
+      }
     }
-    if (granted === undefined) return;
-    const now = this.#clock.now();
-    for (const [waiter, held] of granted)
-      this.#events.granted(
-        waiter.payload,
-        state.key,
-        held.token,
-        waiter.id,
-        now - waiter.queuedAt,
-        slotOf(held),
-      );
+    if (first === undefined) return;
+    this.#emitGranted(state, first, firstHeld!, now);
+    if (more !== undefined) for (const [waiter, held] of more) this.#emitGranted(state, waiter, held, now);
+  }
+
+  #emitGranted(state: KeyState<P>, waiter: Waiter<P>, held: HeldRecord<P>, now: number): void {
+    this.#events.granted(
+      waiter.payload,
+      state.key,
+      held.token,
+      waiter.id,
+      now - waiter.queuedAt,
+      slotOf(held),
+    );
   }
 
   /** The exclusive hand-off: `next` (already dequeued) holds `state` now. */
   #handTo(state: KeyState<P>, next: Waiter<P>): void {
     const token = this.#nextToken();
+    const now = this.#clock.now();
     state.token = token;
     state.holderId = next.id;
     state.holderSession = next.session;
-    this.#scheduleGrant(state, state, next);
-    this.#events.granted(
-      next.payload,
-      state.key,
-      token,
-      next.id,
-      this.#clock.now() - next.queuedAt,
-      undefined,
-    );
+    next.session.heldCount += 1;
+    this.#scheduleGrant(state, state, next, now);
+    this.#events.granted(next.payload, state.key, token, next.id, now - next.queuedAt, undefined);
   }
 
-  #scheduleGrant(state: KeyState<P>, held: HeldRecord<P>, waiter: Waiter<P>): void {
-    this.#heap.schedule(held, this.#clock.now() + waiter.leaseMs);
+  #scheduleGrant(state: KeyState<P>, held: HeldRecord<P>, waiter: Waiter<P>, now: number): void {
+    this.#heap.schedule(held, now + waiter.leaseMs);
     this.counters.grants += 1;
     this.counters.handoffs += 1;
     this.#journalGrant(state, held, waiter.leaseMs);
@@ -777,6 +820,7 @@ export class LockEngine<P> {
   #unhold(held: HeldRecord<P>): void {
     this.#heap.remove(held);
     this.#holders -= 1;
+    leaveSession(held.holderSession);
     if (held instanceof Holder) {
       const state = held.state;
       state.holders!.remove(held);
@@ -826,7 +870,7 @@ export class LockEngine<P> {
     const wasHead = state.head === waiter;
     this.#dropWaiter(waiter);
     then?.();
-    if (wasHead && this.#keys.get(state.key) === state) this.#grantWaiting(state);
+    if (wasHead && this.#granting && this.#keys.get(state.key) === state) this.#grantWaiting(state);
   }
 
   #dropWaiter(waiter: Waiter<P>): void {
@@ -855,6 +899,11 @@ export interface KeyHolder {
   readonly id: string | undefined;
   readonly mode: "exclusive" | "shared" | "permit";
   readonly slot: number | undefined;
+}
+
+/** A grant held by `session` (if any) ended or moved to another session. */
+function leaveSession<P>(session: Session<P> | undefined): void {
+  if (session !== undefined) session.heldCount -= 1;
 }
 
 function keyOf<P>(held: HeldRecord<P>): string {

@@ -83,7 +83,7 @@ export class KeyState<P> implements DeadlineEntry {
 
   unlink(waiter: Waiter<P>): void {
     this.more!.remove(waiter);
-    this.#dropExtraIfEmpty();
+    dropExtraIfEmpty(this);
   }
 
   /** Starts holding the key through a `HolderSet` (a first shared holder or permit). */
@@ -97,13 +97,17 @@ export class KeyState<P> implements DeadlineEntry {
   /** The `HolderSet` emptied: the key is held no more (until its next grant). */
   endHolderSet(): void {
     this.more!.holders = undefined;
-    this.#dropExtraIfEmpty();
+    dropExtraIfEmpty(this);
   }
+}
 
-  #dropExtraIfEmpty(): void {
-    const more = this.more!;
-    if (more.count === 0 && more.holders === undefined) this.more = undefined;
-  }
+/**
+ * A module function, not a `#private` method of KeyState: a class with private methods gives each
+ * instance a hidden brand slot, 8 bytes per held lock.
+ */
+function dropExtraIfEmpty<P>(state: KeyState<P>): void {
+  const more = state.more!;
+  if (more.count === 0 && more.holders === undefined) state.more = undefined;
 }
 
 /**
@@ -206,6 +210,13 @@ export class Waiter<P> implements DeadlineEntry {
 export class Session<P> {
   head: Waiter<P> | undefined = undefined;
   waiterCount = 0;
+  /**
+   * Grants whose `holderSession` is this session (exclusive holders, shared holders, permits), kept
+   * exact by the engine at every grant, hand-off, retry, release and expiry: lockd's per-connection
+   * key quota reads it instead of keeping its own set of the connection's keys (which cost about
+   * 40 bytes per held lock).
+   */
+  heldCount = 0;
 
   /** `label`: who the session is, for listings (lockd: the client's remote address). */
   constructor(readonly label?: string) {}

@@ -93,15 +93,13 @@ export class ClientConnection {
       // After a stall this process may have been replaced as the active: check before serving a byte.
       beginRun: () => {
         this.#ctx.cluster?.guardGrants();
-        this.#output.hold(true);
+        this.#output.beginRun();
       },
       runPart: (part) => this.#runPart(part),
       endRun: () => {
         this.#peer?.endOfRead();
         this.#ctx.node.afterRequests();
-        this.#output.hold(false);
-        // One write for the whole run now rather than a tick later: one hop less per round trip.
-        this.#output.flush();
+        this.#output.endRun();
       },
       closing: () => this.#closing || this.#closed,
       held: () => this.#output.backlogged || this.#readingPaused,

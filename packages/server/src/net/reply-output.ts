@@ -15,6 +15,12 @@ export interface OutputEvents {
 }
 
 /**
+ * Flushes put off to the end of the tick, by every connection: a run of requests that changes it
+ * queued replies on other connections (grants it handed over).
+ */
+let deferredFlushes = 0;
+
+/**
  * One connection's replies on their way out: batched into one socket write per event-loop turn
  * (or per run of requests, `hold`/`flush`), with the limits on a client that does not read them.
  * Over `writeHighWaterBytes` unsent it reports `backlogged` (the connection stops reading) and
@@ -29,6 +35,8 @@ export class ReplyOutput {
   #flushScheduled = false;
   /** Inside a run of requests, which flushes at its end: no tick needs scheduling meanwhile. */
   #held = false;
+  /** `deferredFlushes` when the run began. */
+  #deferredAtHold = 0;
   #backlogged = false;
   #stopped = false;
   #writeTimer: NodeJS.Timeout | undefined;
@@ -59,12 +67,29 @@ export class ReplyOutput {
     this.#out += text;
     if (this.#flushScheduled || this.#held) return;
     this.#flushScheduled = true;
+    deferredFlushes += 1;
     process.nextTick(this.flush);
   }
 
-  /** While held, replies wait for `flush()` (the end of a run of requests) instead of a tick. */
-  hold(held: boolean): void {
-    this.#held = held;
+  /** Starts a run of requests: replies wait for `endRun()` instead of a tick. */
+  beginRun(): void {
+    this.#held = true;
+    this.#deferredAtHold = deferredFlushes;
+  }
+
+  /**
+   * Ends the run: one write for all of its replies, now (a tick later would be one hop more per
+   * round trip), unless the run handed grants to other connections: then after theirs, at the end
+   * of this tick. A grant is what its waiter and the key's next hand-off wait for; the run's own
+   * replies (a release's `R`) are not, so the grant's write goes first.
+   */
+  endRun(): void {
+    this.#held = false;
+    if (deferredFlushes === this.#deferredAtHold) this.flush();
+    else if (!this.#flushScheduled && this.#out.length > 0) {
+      this.#flushScheduled = true;
+      process.nextTick(this.flush);
+    }
   }
 
   readonly flush = (): void => {

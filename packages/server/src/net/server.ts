@@ -426,6 +426,10 @@ function buildNode(
       stalled: cluster.events?.stalled ?? (() => {}),
       serving: cluster.events?.serving ?? (() => {}),
       peerLiveness: cluster.events?.peerLiveness ?? (() => {}),
+      ...(cluster.events?.leaseRefused ? { leaseRefused: cluster.events.leaseRefused } : {}),
+      ...(cluster.events?.coordinatorUnavailable
+        ? { coordinatorUnavailable: cluster.events.coordinatorUnavailable }
+        : {}),
     },
   });
 }

@@ -10,7 +10,6 @@ import type { Rejected } from "../engine/engine-types.js";
 import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
-import { ConnectionKeys } from "./connection-keys.js";
 
 /** What the lock verbs of every connection share: the node, the limits, the facts `I` reports. */
 export interface VerbContext {
@@ -31,13 +30,13 @@ type VerbRequest<Op extends LockRequest["op"]> = Extract<LockRequest, { op: Op }
  * simulator drives it directly.
  *
  * Counts the session's queued acquires (`pending`), bounded by `maxPendingPerConnection`, and
- * keeps its held keys plus queued acquires within `maxKeysPerConnection` (ConnectionKeys).
+ * keeps its grants (the engine counts them on the session) plus queued acquires within
+ * `maxKeysPerConnection`.
  */
 export class LockVerbs implements AcquireSink {
   readonly #ctx: VerbContext;
   readonly #session: Session<AcquireSink>;
   readonly #send: (reply: Reply) => void;
-  readonly #keys: ConnectionKeys;
   #pending = 0;
   /** Ids of this session's queued `Q` acquires, answered `Q` (with a slot) rather than `A`. */
   #modeIds: Set<string> | undefined = undefined;
@@ -47,8 +46,6 @@ export class LockVerbs implements AcquireSink {
     this.#ctx = ctx;
     this.#send = send;
     this.#session = ctx.node.openSession(label);
-    const clock = ctx.node.clock;
-    this.#keys = new ConnectionKeys(() => clock.now());
   }
 
   /** Queued acquires of this session. */
@@ -58,7 +55,6 @@ export class LockVerbs implements AcquireSink {
 
   granted(key: string, token: bigint, id: string | undefined, slot: number | undefined): void {
     this.#pending -= 1;
-    this.#keys.granted(key, token);
     if (id !== undefined && this.#modeIds?.delete(id)) this.#send({ kind: "Q", key, token, slot, id });
     else this.#send({ kind: "A", key, token, id });
   }
@@ -180,7 +176,6 @@ export class LockVerbs implements AcquireSink {
     });
     if (outcome.status === "granted") {
       if (!outcome.replayed) this.#ctx.node.observer.granted(0);
-      this.#keys.granted(key, outcome.token);
       if (op === "Q")
         this.#send({ kind: "Q", key, token: outcome.token, slot: outcome.slot, id: request.id });
       else this.#send({ kind: "A", key, token: outcome.token, id });
@@ -203,7 +198,6 @@ export class LockVerbs implements AcquireSink {
     const outcome = this.#ctx.node.tryAcquire(key, request.leaseMs, id, this.#session, mode);
     if (outcome.status === "granted") {
       if (!outcome.replayed) this.#ctx.node.observer.granted(0);
-      this.#keys.granted(key, outcome.token);
       if (op === "W")
         this.#send({ kind: "W", key, token: outcome.token, slot: outcome.slot, id: request.id });
       else this.#send({ kind: "Y", key, token: outcome.token, id });
@@ -236,7 +230,6 @@ export class LockVerbs implements AcquireSink {
     const { key, token, id } = request;
     if (!this.#provesOwnership("R", key, token, id)) return;
     const released = this.#ctx.node.release(key, token);
-    if (released) this.#keys.released(key, token);
     this.#send({ kind: "R", key, released });
   }
 
@@ -274,22 +267,15 @@ export class LockVerbs implements AcquireSink {
   }
 
   /**
-   * Whether this connection may take one more key: held keys plus queued acquires stay within
+   * Whether this connection may take one more key: its grants plus queued acquires stay within
    * `maxKeysPerConnection` (a key it already holds is no new key). Answers TOO_MANY_CONNECTION_KEYS if not.
+   * The engine counts the session's grants exactly (a lease expiry, a hand-off or a retry on
+   * another connection ends one at once), so this costs no lookup below the quota.
    */
   #withinKeyQuota(op: "A" | "Y" | "Q" | "W", key: string, id: string | undefined): boolean {
     const quota = this.#ctx.limits.maxKeysPerConnection;
-    const node = this.#ctx.node;
     const session = this.#session;
-    if (
-      this.#keys.has(key) ||
-      this.#keys.admits(
-        this.#pending,
-        quota,
-        (held, token) => node.ownership(held, token, session, undefined) === "holder",
-      )
-    )
-      return true;
+    if (session.heldCount + this.#pending < quota || this.#ctx.node.heldBy(key, session) > 0) return true;
     this.error(
       op,
       key,

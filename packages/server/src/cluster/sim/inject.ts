@@ -61,6 +61,12 @@ export function scheduleFault(fault: Fault, world: SimWorld, clients: readonly s
       at(end, () => world.store?.cut(name, false));
       return;
     }
+    case "store-answers-lost": {
+      const name = names[fault.node]!;
+      at(fault.at, () => world.store?.loseAnswers(name, true));
+      at(end, () => world.store?.loseAnswers(name, false));
+      return;
+    }
     case "store-slow":
       at(fault.at, () => world.store?.slow(fault.delayMs));
       at(end, () => world.store?.slow(0));

@@ -34,6 +34,13 @@ export type Fault =
   | { readonly kind: "restart-all"; readonly at: number; readonly forMs: number }
   /** Coordinated runs: the node's link to the store is cut both ways. */
   | { readonly kind: "store-cut"; readonly at: number; readonly forMs: number; readonly node: number }
+  /** Coordinated runs: the store's answers to the node are lost; its calls still take effect. */
+  | {
+      readonly kind: "store-answers-lost";
+      readonly at: number;
+      readonly forMs: number;
+      readonly node: number;
+    }
   /** Coordinated runs: every store call takes `delayMs` longer each way. */
   | { readonly kind: "store-slow"; readonly at: number; readonly forMs: number; readonly delayMs: number };
 
@@ -53,6 +60,7 @@ const COORDINATED_KINDS: ReadonlyArray<readonly [Fault["kind"], number]> = [
   ...KINDS,
   ["store-cut", 3],
   ["store-slow", 2],
+  ["store-answers-lost", 2],
 ];
 
 /**
@@ -103,6 +111,7 @@ function pickFault(
     case "stop":
     case "stall":
     case "store-cut":
+    case "store-answers-lost":
       return { kind, at, forMs, node };
     case "store-slow":
       return { kind, at, forMs, delayMs: rng.int(100, 1_500) };
@@ -156,6 +165,8 @@ export function describeFault(fault: Fault, names: readonly string[]): string {
       return `${at}  kill -9 every node, restart all after ${fault.forMs} ms`;
     case "store-cut":
       return `${at}  cut ${names[fault.node]} from the store ${span}`;
+    case "store-answers-lost":
+      return `${at}  lose the store's answers to ${names[fault.node]} ${span}`;
     case "store-slow":
       return `${at}  slow the store by ${fault.delayMs} ms each way ${span}`;
   }

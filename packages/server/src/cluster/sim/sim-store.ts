@@ -38,6 +38,8 @@ export class SimStore {
   /** Settling a call's promise runs node code in continuations: the world must let them run. */
   readonly #settled: () => void;
   readonly #cut = new Set<string>();
+  /** Nodes whose calls reach the store (and take effect) but whose answers are lost. */
+  readonly #answersLost = new Set<string>();
   #extraLatencyMs = 0;
 
   constructor(scheduler: Scheduler, rng: Rng, settled: () => void) {
@@ -53,6 +55,15 @@ export class SimStore {
     else this.#cut.delete(name);
   }
 
+  /**
+   * The store's answers to node `name` are lost (or no longer), while its calls still take effect:
+   * a lease acquired or renewed without the node knowing it.
+   */
+  loseAnswers(name: string, lost: boolean): void {
+    if (lost) this.#answersLost.add(name);
+    else this.#answersLost.delete(name);
+  }
+
   /** Every store call takes `ms` longer each way (a slow store, an overloaded etcd). */
   slow(ms: number): void {
     this.#extraLatencyMs = ms;
@@ -60,6 +71,7 @@ export class SimStore {
 
   healAll(): void {
     this.#cut.clear();
+    this.#answersLost.clear();
     this.#extraLatencyMs = 0;
   }
 
@@ -117,7 +129,7 @@ export class SimStore {
         // The operation takes effect now; its answer travels back.
         const answer = operation(this.state);
         this.#scheduler.after(this.#latency(), () => {
-          if (this.#cut.has(caller.name)) return;
+          if (this.#cut.has(caller.name) || this.#answersLost.has(caller.name)) return;
           settle(() => resolve(answer));
         });
       });

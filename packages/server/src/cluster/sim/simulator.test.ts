@@ -38,9 +38,11 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
     // node gave that one back (the store then had no holder while it granted). 68: the same, and the
     // node then followed itself. 111: a node that lost its lease followed the new holder, which had
     // not taken over (its answer lost) and followed the old one back: a redirect loop. 5: after a
-    // handoff, the successor redirected clients to the old active while it took the lease.
+    // handoff, the successor redirected clients to the old active while it took the lease. 626, 753,
+    // 1262, 2109: a node whose lease lapsed (or handing off) granted when a head waiter's connection closed.
+    // 2357: a handoff sent `!O` after the lease's release came back, on a link reset meanwhile.
     const failed = [];
-    for (const seed of [5, 31, 68, 111]) {
+    for (const seed of [5, 31, 68, 111, 626, 753, 1262, 2109, 2357]) {
       const result = await simulate({ seed, coordinated: true });
       if (!result.ok) failed.push(result);
     }
@@ -58,8 +60,10 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
     // 8931 (with the real client): a standby resumed from SIGSTOP read heartbeats of an active killed
     // meanwhile and vouched for it; a node cut off from it one way stepped down for the dead active,
     // and the two redirected the client to each other until it failed (more than 5 redirects).
+    // 673, 679, 721: an active held after a stall (or handing off) granted to the next waiter when
+    // a head waiter's connection closed: a grant the next active never knew of.
     const failed = [];
-    for (const seed of [846, 6397, 6820, 7030, 8931]) {
+    for (const seed of [673, 679, 721, 846, 6397, 6820, 7030, 8931]) {
       const result = await simulate({ seed });
       if (!result.ok) failed.push(result);
     }

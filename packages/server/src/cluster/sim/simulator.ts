@@ -105,6 +105,9 @@ function recordingObserver(
     issued: (node, key, token, id, leaseMs) => {
       const label = labels.label(id);
       log?.(`${node.name} grants ${key} ${token} to ${label}`);
+      // A standby, an active handing off or held: its grants would be unknown to the next active.
+      if (!node.lock?.serving)
+        history.fail(`${node.name} granted ${key} ${token} to ${label} while not serving`);
       history.serving(world().servingCount);
       const own = node.lock?.epoch ?? 0n;
       const told = own > node.toldEpoch ? own : node.toldEpoch;
