@@ -15,8 +15,8 @@ import { afterEach, describe, expect, it } from "vitest";
  * (issue 20, open). At a load average of 7–11 on 2 cores it failed: the active's event loop stops for
  * 1–14 s (GC, and CPU it is not given) during the fill, a standby promotes, and the cluster flaps;
  * a promotion itself blocked 1–2 s until its lease deadlines were scheduled in chunks. With those
- * fixes and main's smaller holders it passed 3 of 3 at a load average of 3.7–5.4 (104–176 s, one
- * run with a busy loop beside it). `0` skips it.
+ * fixes and main's smaller holders it passed 4 of 4 at a load average of 3.2–5.4 (104–179 s, two
+ * with one or two busy loops beside it). `0` skips it.
  * `pnpm bench:resync 5000000` runs the same steps with timings.
  */
 const ID_PREFIX = "client-5f3a9c2e81d4b07a-";
