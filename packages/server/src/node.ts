@@ -27,6 +27,9 @@ import { NO_OBSERVER, type ServerObserver } from "./observer.js";
 import { DataDirLock } from "./store/data-dir-lock.js";
 import { EpochFile } from "./store/epoch-file.js";
 
+/** Holders whose lease deadlines a promoted standby schedules per event-loop turn (about 5 ms). */
+const DEFERRED_DEADLINES_PER_TURN = 8192;
+
 /** Where the engine delivers a queued acquire's outcome: the connection that asked. */
 export interface AcquireSink {
   /** `slot`: a permit's slot (undefined for exclusive and shared grants). */
@@ -137,6 +140,8 @@ export class LockNode {
   readonly #hooks: NodeHooks;
   readonly #dirLock: DataDirLock | undefined;
   readonly #timer: DeadlineTimer;
+  /** The next chunk of a promotion's deferred lease deadlines (`#scheduleDeferredDeadlines`). */
+  #deferredDeadlines: Timer | undefined;
   readonly #wallNow: () => number;
   readonly #holds = new Set<HoldReason>();
   #clockHold: Timer | undefined;
@@ -415,8 +420,22 @@ export class LockNode {
       this.#holds.clear();
     }
     this.#engine.deferDeadlines(role !== "active");
+    if (role === "active") this.#scheduleDeferredDeadlines();
     this.#servingChanged();
   }
+
+  /**
+   * A promoted standby's lease deadlines go into the heap a chunk per event-loop turn
+   * (LockEngine.deferDeadlines), so that the new active keeps sending heartbeats meanwhile.
+   */
+  readonly #scheduleDeferredDeadlines = (): void => {
+    this.#deferredDeadlines?.cancel();
+    this.#deferredDeadlines = undefined;
+    if (this.#role !== "active") return;
+    const more = this.#engine.scheduleDeferred(DEFERRED_DEADLINES_PER_TURN);
+    this.#timer.poke();
+    if (more) this.#deferredDeadlines = this.timers.after(0, this.#scheduleDeferredDeadlines);
+  };
 
   /** Cluster: a standby points clients at `active` (undefined: none known); true if that changed anything. */
   follow(active: string | undefined): boolean {
@@ -441,6 +460,7 @@ export class LockNode {
 
   close(): void {
     this.endHold("clock");
+    this.#deferredDeadlines?.cancel();
     this.#timer.stop();
     this.#dirLock?.release();
   }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { keepLogs } from "./log-dir.js";
 import { LOCKD_MAIN } from "./paths.js";
 
 export interface LockdOptions {
@@ -213,6 +214,7 @@ export class LockdProcess {
     this.#ready = undefined;
     this.#exit = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
     child.stderr!.setEncoding("utf8").on("data", (chunk: string) => this.stderr.push(chunk));
+    keepLogs(child, args);
     const lines = createInterface({ input: child.stdout! });
     this.#ready = await new Promise<ReadyInfo>((resolve, reject) => {
       lines.on("line", (line) => {

@@ -68,6 +68,8 @@ export class Membership {
   readonly #reportedLive = new Set<number>();
   /** Peers whose reachable link already extended the listening period (once each). */
   readonly #waitedFor = new Set<number>();
+  /** Up to when this node surely read what its peers sent (`readUpTo`); undefined: now. */
+  #readUpTo: number | undefined;
 
   constructor(addresses: readonly string[], self: string, timing: ClusterTiming, clock: Clock) {
     const index = addresses.indexOf(self);
@@ -194,11 +196,10 @@ export class Membership {
     return changed;
   }
 
-  isLive(peer: PeerState): boolean {
+  /** Heard within a peer timeout before `at` (default: now). */
+  isLive(peer: PeerState, at = this.#clock.now()): boolean {
     if (peer.index === this.self) return true;
-    return (
-      peer.lastHeardAt !== undefined && this.#clock.now() - peer.lastHeardAt <= this.timing.peerTimeoutMs
-    );
+    return peer.lastHeardAt !== undefined && at - peer.lastHeardAt <= this.timing.peerTimeoutMs;
   }
 
   /**
@@ -207,10 +208,10 @@ export class Membership {
    * one direction only still learns from the others that it is alive. Heartbeats name only actives
    * their sender hears itself, so a dead node cannot be kept alive by nodes vouching for each other.
    */
-  vouchedActive(): PeerState | undefined {
+  vouchedActive(at = this.#clock.now()): PeerState | undefined {
     let best: PeerState | undefined;
     for (const peer of this.peers) {
-      if (peer.index === this.self || !this.isLive(peer)) continue;
+      if (peer.index === this.self || !this.isLive(peer, at)) continue;
       const named =
         peer.role === "active"
           ? peer
@@ -221,7 +222,7 @@ export class Membership {
       // What this node hears itself beats hearsay: a node it hears as a standby (it just handed
       // off, say) is not an active, whatever a peer last heard from it; nor is one that handed off
       // to this node and stopped, until a third node's memory of it as active has run out.
-      if (named.role !== "active" && (this.isLive(named) || this.#handedOffRecently(named))) continue;
+      if (named.role !== "active" && (this.isLive(named, at) || this.#handedOffRecently(named))) continue;
       if (best === undefined || named.index < best.index) best = named;
     }
     return best;
@@ -256,14 +257,30 @@ export class Membership {
     this.#listenUntil = Math.max(this.#listenUntil, this.#clock.now() + this.timing.peerTimeoutMs);
   }
 
+  /**
+   * This node surely read every heartbeat its peers sent before `at` (StallGuard: the previous tick,
+   * when this one ran late; now otherwise). A node that did not run for a while, though for less
+   * than the peer timeout (a long GC, a loaded machine, a big snapshot applied in one go), has
+   * heartbeats waiting unread in its sockets: the time it spent not reading is its own silence, not
+   * its peers'. A standby judges who is silent as of `at`, so it never promotes over an active whose
+   * heartbeats it simply had not read yet (a real failover waits one heartbeat interval longer).
+   */
+  readUpTo(at: number): void {
+    this.#readUpTo = at;
+  }
+
   /** `synced(peer)`: the peer has applied this node's snapshot (only asked while active). */
   decide(me: SelfState, synced: (peer: PeerState) => boolean): Decision {
     if (me.busy) return { action: "none" };
-    const others = this.peers.filter((peer) => peer.index !== this.self && this.isLive(peer));
+    // Only a standby's view waits for what it has read: an active that judged a higher-priority
+    // peer live on a stale view would step down for it and drop its holders.
+    const now = this.#clock.now();
+    const at = me.role === "standby" ? Math.min(now, this.#readUpTo ?? now) : now;
+    const others = this.peers.filter((peer) => peer.index !== this.self && this.isLive(peer, at));
     const higher = others.filter((peer) => peer.index < this.self);
     // A higher-priority active that this node cannot hear (a one-way cut) but a live peer can: this
     // node must not be a rival to it, or the two would raise their epochs above each other forever.
-    const vouched = this.vouchedActive();
+    const vouched = this.vouchedActive(at);
     const vouchedHigher = vouched !== undefined && vouched.index < this.self ? vouched : undefined;
     if (me.role === "active") {
       const higherActive = higher.find((peer) => peer.role === "active") ?? vouchedHigher;

@@ -102,7 +102,7 @@ export class PeerLinks {
   /** A peer that was active and is now a standby holds someone else's state: it needs our snapshot. */
   needsSnapshot(peer: PeerState): void {
     const link = this.byIndex.get(peer.index);
-    if (link) this.#deps.replicator.disconnected(link);
+    if (link) this.#deps.replicator.restart(link);
   }
 
   /** While active: a snapshot to every live standby whose current connection has none. */

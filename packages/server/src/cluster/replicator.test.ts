@@ -300,5 +300,27 @@ describe("Replicator", () => {
       expect(timers.size).toBe(0);
       expect(replicator.isStreaming(link)).toBe(false);
     });
+
+    it("drops the connection of a snapshot it stops midway, and only of such a one", () => {
+      for (const stop of ["stopAll", "restart"] as const) {
+        const { replicator, timers } = replicatorAt();
+        replicator.enabled = true;
+        const { source } = liveTable(2 * SNAPSHOT_CHUNK_HOLDERS);
+        let resets = 0;
+        const midway = { ...fakeLink(), reset: () => void resets++ };
+        const done = { ...fakeLink(), reset: () => void resets++ };
+        replicator.sendSnapshot(midway, source, 4n);
+        replicator.sendSnapshot(done, table, 4n);
+        expect(replicator.isSendingSnapshot(done)).toBe(false);
+        // A demotion (or the peer needs a fresh snapshot): the peer of `midway` got part of one,
+        // with no end; on this connection it would refuse the next `!S` and hold that part until then.
+        if (stop === "stopAll") replicator.stopAll();
+        else for (const link of [midway, done]) replicator.restart(link);
+        expect(resets).toBe(1);
+        expect(timers.size).toBe(0);
+        expect(replicator.isStreaming(midway)).toBe(false);
+        expect(replicator.isStreaming(done)).toBe(false);
+      }
+    });
   });
 });

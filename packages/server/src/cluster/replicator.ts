@@ -34,6 +34,11 @@ export interface ReplicaLink {
   send(lines: string): void;
   flush(): void;
   readonly queuedBytes: number;
+  /**
+   * Drops the current connection (the link redials): a snapshot cut short on it has no end the
+   * peer could recognise, and the peer would hold the part it got until its next `!S`.
+   */
+  reset?(): void;
 }
 
 /** Holders a snapshot sends per event-loop turn at most (about 10 ms of encoding)… */
@@ -342,8 +347,30 @@ export class Replicator implements EngineJournal {
 
   /** Stop streaming to everyone (demotion); each peer gets a snapshot again if this node is active later. */
   stopAll(): void {
-    for (const target of this.#targets.values()) this.#forget(target);
+    for (const target of this.#targets.values()) this.#abandon(target);
     this.#targets.clear();
+  }
+
+  /**
+   * Stop streaming to `link` on its current connection (its peer needs a fresh snapshot): it gets
+   * one from the next tick on, on a new connection if one was still being sent.
+   */
+  restart(link: ReplicaLink): void {
+    const cutShort = this.isSendingSnapshot(link);
+    this.disconnected(link);
+    if (cutShort) link.reset?.();
+  }
+
+  /**
+   * Forgets `target` while its connection is up. A snapshot it was still being sent has no end: its
+   * peer would keep the holders it got (memory: a million holders for a million sent) and refuse
+   * the next snapshot on that connection as "!S inside a snapshot", so the connection goes
+   * (issue 20: a brief false promotion left such a snapshot behind on a standby for minutes).
+   */
+  #abandon(target: Target): void {
+    const cutShort = target.snapshot !== undefined;
+    this.#forget(target);
+    if (cutShort) target.link.reset?.();
   }
 
   isStreaming(link: ReplicaLink): boolean {

@@ -1,5 +1,8 @@
 import type { Membership } from "./membership.js";
 
+/** A heartbeat tick more than this many intervals after the previous one ran late (`check`). */
+const LATE_TICK_INTERVALS = 2;
+
 /**
  * Notices that this process did not run for longer than the peer timeout (SIGSTOP, a VM pause, a
  * long GC): heartbeat ticks are then further apart than the timeout allows, and a standby may have
@@ -28,7 +31,11 @@ export class StallGuard {
     const last = this.#lastTickAt;
     if (last === undefined) return undefined;
     const gapMs = now - last;
-    if (gapMs <= this.#membership.timing.peerTimeoutMs) return undefined;
+    const { heartbeatMs, peerTimeoutMs } = this.#membership.timing;
+    // A tick this late (more than a heartbeat interval late) means this process ran nothing else for
+    // most of the gap, its sockets unread: what it knows of its peers dates from the previous tick.
+    this.#membership.readUpTo(gapMs > LATE_TICK_INTERVALS * heartbeatMs ? last : now);
+    if (gapMs <= peerTimeoutMs) return undefined;
     this.#lastTickAt = now;
     this.#detectedAt = now;
     this.#membership.resumedAfterStall();

@@ -176,6 +176,11 @@ describe("LockEngine lock modes", () => {
     expect(engine.keyCount).toBe(1);
     expect(engine.holderCount).toBe(1);
     expect(engine.maxHeldToken()).toBe(15n);
+    // Released, its token's epoch stays a floor for the next one; a cleared table has none.
+    engine.removeHolder("s", 15n);
+    expect(engine.maxHeldToken()).toBe(15n);
+    engine.clear();
+    expect(engine.maxHeldToken()).toBe(0n);
   });
 });
 

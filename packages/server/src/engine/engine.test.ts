@@ -294,17 +294,25 @@ describe("LockEngine", () => {
     expect(() => issuer.moveToEpoch(MAX_EPOCH + 1n)).toThrow(RangeError);
     expect(() => new TokenIssuer(MAX_EPOCH + 1n, () => 0n)).toThrow(RangeError);
   });
-  it("a replica defers lease deadlines and schedules them all when it starts serving", () => {
+  it("a replica defers lease deadlines and schedules them, a chunk per call, when it starts serving", () => {
     const { engine, clock } = setup();
     engine.deferDeadlines(true);
     engine.installHolder("a", 5n, 100, "r1");
     engine.installHolder("b", 6n, 300, undefined);
+    engine.installHolder("c", 7n, 50, undefined);
     expect(engine.nextDeadline()).toBeUndefined();
     clock.advance(200);
     engine.tick();
-    expect(engine.keyCount).toBe(2);
+    expect(engine.keyCount).toBe(3);
+    // Serving again schedules nothing at once (millions of holders would block the event loop)…
     engine.deferDeadlines(false);
+    expect(engine.nextDeadline()).toBeUndefined();
+    // …but a chunk per call; a key released or granted meanwhile is no longer, or already, there.
+    expect(engine.release("c", 7n)).toBe(true);
+    expect(engine.scheduleDeferred(1)).toBe(true);
     expect(engine.nextDeadline()).toBe(1_100);
+    expect(engine.scheduleDeferred(10)).toBe(false);
+    expect(engine.scheduleDeferred(10)).toBe(false);
     engine.tick(); // "a" ran out while deferred: it is reclaimed as soon as deadlines run again
     expect(engine.holder("a")).toBeUndefined();
     expect(engine.holder("b")).toEqual({ token: 6n, remainingMs: 100, id: undefined });

@@ -72,6 +72,10 @@ export class LockEngine<P> {
   #waiters = 0;
   /** Grants that hold a key: exclusive holders, shared holders and permits (`maxKeys` caps them). */
   #holders = 0;
+  /** Keys whose deadlines were deferred and are not scheduled yet (`scheduleDeferred`). */
+  #deferred: Iterator<KeyState<P>> | undefined;
+  /** The largest token held since the last `clear()` (maxHeldToken). */
+  #maxToken = 0n;
   /** The ordered view `/locks` pages through (built on the first listing). */
   readonly #listing = new HeldListing<P>(this.#keys);
   /** Keys with a queue: "most contended" reads these, never the whole key map. */
@@ -374,18 +378,37 @@ export class LockEngine<P> {
 
   /**
    * A standby defers lease deadlines (they only matter once it serves, and skipping the heap halves
-   * the cost of applying the stream); turning deferral off schedules every recorded deadline.
+   * the cost of applying the stream). Turning deferral off does not schedule the recorded deadlines
+   * at once: `scheduleDeferred` does, a chunk per call. With 5M holders, all at once blocked a
+   * promoting node for 1–2 s, long enough for the other standby to think it dead and promote too
+   * (issue 20). Until its chunk comes a holder's lease cannot run out: it ends that much late.
    */
   deferDeadlines(defer: boolean): void {
     if (defer === this.#deferDeadlines) return;
     this.#deferDeadlines = defer;
-    if (defer) return;
-    for (const map of this.#keys.maps)
-      for (const state of map.values()) {
-        if (state.token !== NO_TOKEN && state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
-        for (const holder of state.holders?.values() ?? [])
-          if (holder.heapIndex < 0) this.#heap.schedule(holder, holder.deadline);
+    this.#deferred = defer ? undefined : valuesOf(this.#keys.maps);
+  }
+
+  /**
+   * Schedules the deadlines of up to `count` keys' holders recorded while deferred (a Map iterator
+   * sees the keys added and removed meanwhile, and a key granted or extended meanwhile is scheduled
+   * already). True while some are left.
+   */
+  scheduleDeferred(count: number): boolean {
+    const states = this.#deferred;
+    if (states === undefined) return false;
+    for (let i = 0; i < count; i++) {
+      const next = states.next();
+      if (next.done) {
+        this.#deferred = undefined;
+        return false;
       }
+      const state = next.value;
+      if (state.token !== NO_TOKEN && state.heapIndex < 0) this.#heap.schedule(state, state.deadline);
+      for (const holder of state.holders?.values() ?? [])
+        if (holder.heapIndex < 0) this.#heap.schedule(holder, holder.deadline);
+    }
+    return true;
   }
 
   /**
@@ -423,6 +446,7 @@ export class LockEngine<P> {
       }
     this.#keys.clear();
     this.#holders = 0;
+    this.#maxToken = 0n;
     this.#listing.cleared();
   }
 
@@ -469,15 +493,15 @@ export class LockEngine<P> {
     };
   }
 
-  /** The largest token among current holders (0 if none): a floor for the next epoch. */
+  /**
+   * A floor for the next epoch (a promotion learns its epoch): the largest token held since the last
+   * `clear()`, released since or not (its epoch was taken all the same); 0 if none. Kept as holders
+   * come rather than found by a scan of every key at each promotion: with millions of keys on a
+   * loaded machine, a promoting standby went silent for seconds (issue 20), long enough for the
+   * next standby to think it dead too.
+   */
   maxHeldToken(): bigint {
-    let max = 0n;
-    for (const map of this.#keys.maps)
-      for (const state of map.values()) {
-        if (state.token > max) max = state.token;
-        for (const holder of state.holders?.values() ?? []) if (holder.token > max) max = holder.token;
-      }
-    return max;
+    return this.#maxToken;
   }
 
   /** Moves token issuing to `epoch` (promotion); the caller has persisted it. */
@@ -594,7 +618,7 @@ export class LockEngine<P> {
       return this.#grantNow(state, mode, leaseMs, id, session);
     }
     // The hot path of every lock's life, kept as short as it was before lock modes.
-    const token = this.#tokens.next();
+    const token = this.#nextToken();
     const state = new KeyState<P>(key, token, id, session);
     if (session !== undefined) session.heldCount += 1;
     this.#keys.add(key, state);
@@ -625,7 +649,7 @@ export class LockEngine<P> {
     id: string | undefined,
     session: Session<P> | undefined,
   ): GrantedOutcome {
-    const held = this.#hold(state, mode, this.#tokens.next(), id, session, -1);
+    const held = this.#hold(state, mode, this.#nextToken(), id, session, -1);
     this.#heap.schedule(held, this.#clock.now() + leaseMs);
     this.counters.grants += 1;
     this.#journalGrant(state, held, leaseMs);
@@ -640,10 +664,18 @@ export class LockEngine<P> {
     return { status: "granted", token: held.token, replayed: true, slot: slotOf(held) };
   }
 
+  /** The next token to grant (recorded for maxHeldToken). */
+  #nextToken(): bigint {
+    const token = this.#tokens.next();
+    if (token > this.#maxToken) this.#maxToken = token;
+    return token;
+  }
+
   /**
    * Records `token` as a holder of `state` in `mode`: the key's own record for an exclusive
    * holder, else a `Holder` in its set, on `slot` (-1: the lowest free one) for a permit.
    */
+
   #hold(
     state: KeyState<P>,
     mode: LockMode,
@@ -653,6 +685,7 @@ export class LockEngine<P> {
     slot: number,
   ): HeldRecord<P> {
     this.#holders += 1;
+    if (token > this.#maxToken) this.#maxToken = token;
     if (session !== undefined) session.heldCount += 1;
     if (mode.kind === "exclusive") {
       state.token = token;
@@ -738,7 +771,7 @@ export class LockEngine<P> {
     for (let head = state.head; head !== undefined; head = state.head) {
       if (!this.#holdRule(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
       this.#dropWaiter(head);
-      const held = this.#hold(state, head.mode, this.#tokens.next(), head.id, head.session, -1);
+      const held = this.#hold(state, head.mode, this.#nextToken(), head.id, head.session, -1);
       this.#scheduleGrant(state, held, head, now);
       if (first === undefined) {
         first = head;
@@ -766,7 +799,7 @@ export class LockEngine<P> {
 
   /** The exclusive hand-off: `next` (already dequeued) holds `state` now. */
   #handTo(state: KeyState<P>, next: Waiter<P>): void {
-    const token = this.#tokens.next();
+    const token = this.#nextToken();
     const now = this.#clock.now();
     state.token = token;
     state.holderId = next.id;
@@ -879,4 +912,9 @@ function keyOf<P>(held: HeldRecord<P>): string {
 
 function limitOf(mode: LockMode): number {
   return mode.kind === "permit" ? mode.limit : 0;
+}
+
+/** Every value of `maps`, one Map after the other, lazily. */
+function* valuesOf<V>(maps: ReadonlyArray<ReadonlyMap<string, V>>): Generator<V> {
+  for (const map of maps) yield* map.values();
 }
