@@ -147,7 +147,7 @@ export class Ownership {
       const epoch = spare - 1n;
       if (generation !== this.#generation) return { owned: false, holder: undefined };
       this.#spare = spare;
-      this.lastEpoch = spare;
+      this.#noteEpoch(spare);
       return { owned: true, epoch };
     } catch (error) {
       // A lease this node cannot serve from would keep every other node out: give it back.
@@ -160,7 +160,7 @@ export class Ownership {
   async takeEpoch(above: bigint): Promise<bigint> {
     this.storeCalls += 1;
     const epoch = await this.#options.store.takeEpoch(above);
-    if (this.lastEpoch === undefined || epoch > this.lastEpoch) this.lastEpoch = epoch;
+    this.#noteEpoch(epoch);
     return epoch;
   }
 
@@ -208,6 +208,11 @@ export class Ownership {
   readHolder(): Promise<LeaseInfo | undefined> {
     this.storeCalls += 1;
     return this.#options.store.readLease(this.#options.cluster);
+  }
+
+  /** The highest epoch taken from the store so far, for operators. */
+  #noteEpoch(epoch: bigint): void {
+    if (this.lastEpoch === undefined || epoch > this.lastEpoch) this.lastEpoch = epoch;
   }
 
   #dropLease(): void {
@@ -293,7 +298,7 @@ export class Ownership {
         this.#fetchingSpare = false;
         if (generation !== this.#generation) return;
         this.#spare = spare;
-        if (this.lastEpoch === undefined || spare > this.lastEpoch) this.lastEpoch = spare;
+        this.#noteEpoch(spare);
         this.#options.events.validityChanged();
       },
       (error: unknown) => {
