@@ -39,6 +39,8 @@ export class Cluster {
   #timer: Timer | undefined;
   /** `stop()` began: this node takes no role it would have to hand straight back. */
   #stopping = false;
+  /** An early decision after a refused lease (`retry-lease`), between heartbeat ticks. */
+  #leaseRetry: Timer | undefined;
 
   constructor(
     node: LockNode,
@@ -130,6 +132,8 @@ export class Cluster {
     this.#stopping = true;
     this.#timer?.cancel();
     this.#timer = undefined;
+    this.#leaseRetry?.cancel();
+    this.#leaseRetry = undefined;
     const close = () => {
       // A last heartbeat tells every peer this node is no longer the active (and names its
       // successor), so none vouches for it to the successor as if it still were: see
@@ -216,6 +220,10 @@ export class Cluster {
       this.#standby.resyncFromActive();
     }
     if (this.#node.role === "active") this.#links.snapshotNewStandbys();
+    this.#decide();
+  }
+
+  #decide(): void {
     this.#apply(
       this.#roles.decide(
         (peer) => this.#links.isSyncedStandby(peer),
@@ -224,8 +232,17 @@ export class Cluster {
     );
   }
 
-  /** What a role change left to do: a new active announces its epoch with a tick at once. */
+  /**
+   * What a role change left to do: a new active announces its epoch with a tick at once; a refused
+   * lease is asked for again a fifth of a heartbeat later (the decision is made afresh then).
+   */
   #apply(effect: RoleEffect | undefined): void {
     if (effect === "announce") this.#tick();
+    else if (effect === "retry-lease" && !this.#stopping && this.#leaseRetry === undefined) {
+      this.#leaseRetry = this.#node.timers.after(this.#options.timing.heartbeatMs / 5, () => {
+        this.#leaseRetry = undefined;
+        if (!this.#stopping && !this.#roles.busy) this.#decide();
+      });
+    }
   }
 }

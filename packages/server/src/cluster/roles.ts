@@ -29,9 +29,17 @@ export interface RoleDeps {
 
 /**
  * What a role change leaves for the Cluster to do: `announce`, a heartbeat tick now (a new active
- * tells its peers its epoch before it answers anyone).
+ * tells its peers its epoch before it answers anyone); `retry-lease`, decide again a little before
+ * the next tick (the lease this node was refused may be freed any moment).
  */
-export type RoleEffect = "announce";
+export type RoleEffect = "announce" | "retry-lease";
+
+/**
+ * After a refused lease, how long a standby keeps asking more often than every heartbeat, past the
+ * lease's length: its holder stopped renewing at most a lease ago if it is dead. A holder that
+ * goes on renewing (a partition) is asked every heartbeat after that, as before.
+ */
+const FAST_LEASE_RETRY_EXTRA_MS = 1_000;
 
 /**
  * The Cluster's role changes, carried out: promotion with an epoch above every epoch known, demotion,
@@ -46,6 +54,8 @@ export class RoleChanges {
   readonly counters = { promotions: 0, demotions: 0, handoffs: 0, epochRaises: 0 };
   #busy = false;
   #handingOff = false;
+  /** When the lease was first refused to this node in a row of refusals (fast retries: see above). */
+  #refusedSince: number | undefined;
 
   /** A handoff is under way: decide nothing new. */
   get busy(): boolean {
@@ -106,6 +116,7 @@ export class RoleChanges {
       { role: node.role, epoch: node.epoch, highestKnown: node.highestEpoch, busy: this.#busy },
       synced,
     );
+    if (decision.action !== "promote") this.#refusedSince = undefined;
     const held = node.isHeld("stall");
     const effect = held && decision.action === "handoff" ? undefined : this.act(decision);
     if (held && node.role === "active" && stallConfirmed()) node.endHold("stall");
@@ -298,9 +309,11 @@ export class RoleChanges {
         this.#busy = false;
         if (!result.owned) {
           this.#deps.events.leaseRefused?.(result.holder);
+          this.#retryRefusedLease(ownership);
         } else if (this.#deps.stopping() || node.role === "active") {
           void ownership.release();
         } else {
+          this.#refusedSince = undefined;
           node.useEpoch(result.epoch);
           if (!ownership.valid()) node.hold("lease");
           this.#deps.apply(this.#becomeActive(reason, result.epoch));
@@ -313,6 +326,18 @@ export class RoleChanges {
         this.#deps.hooks.resumeClients();
       },
     );
+  }
+
+  /**
+   * The store freed a dead holder's lease somewhere within a lease of its last renewal (etcd deletes
+   * the key in its lessor's next sweep): asking only at heartbeat ticks would add up to a heartbeat
+   * to every failover, so for a lease and a bit after the first refusal the Cluster asks sooner.
+   */
+  #retryRefusedLease(ownership: Ownership): void {
+    const now = this.#deps.node.clock.now();
+    this.#refusedSince ??= now;
+    if (now - this.#refusedSince <= ownership.leaseMs + FAST_LEASE_RETRY_EXTRA_MS)
+      this.#deps.apply("retry-lease");
   }
 
   /**

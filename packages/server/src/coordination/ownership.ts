@@ -99,6 +99,11 @@ export class Ownership {
     return this.#options.holder;
   }
 
+  /** `--coordinator-lease`: how long the store keeps the lease after a call. */
+  get leaseMs(): number {
+    return this.#options.leaseMs;
+  }
+
   get description(): string {
     return this.#options.store.description;
   }
