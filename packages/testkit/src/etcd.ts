@@ -160,13 +160,18 @@ export class EtcdCluster {
       child.stdout!.on("data", keep);
       child.stderr!.on("data", keep);
       running.add(child);
-      const exited = new Promise<void>((resolve) =>
-        child.once("exit", () => {
+      // A child that never started (no `etcd` on PATH) emits "error" and no "exit": it is gone too.
+      const exited = new Promise<void>((resolve) => {
+        const gone = () => {
           running.delete(child);
           resolve();
-        }),
-      );
-      child.once("error", (error) => output.push(String(error)));
+        };
+        child.once("exit", gone);
+        child.once("error", (error) => {
+          output.push(String(error));
+          if (child.pid === undefined) gone();
+        });
+      });
       return { name, endpoint: `127.0.0.1:${clientPort}`, child, exited, output };
     });
     const cluster = new EtcdCluster(members, dataDir, options.tls);
