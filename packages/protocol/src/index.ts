@@ -20,7 +20,17 @@ export {
   utf8ByteLength,
   validateKey,
 } from "./fields.js";
+export { hashTag, KEY_SLOTS, keySlot } from "./key-slot.js";
 export type { ProtocolLimits } from "./limits.js";
+export type { SlotRange } from "./slot-map.js";
+export {
+  MAX_CLUSTER_ADDRESSES,
+  MAX_SLOT_MAP_BYTES,
+  MAX_SLOT_MAP_CLUSTERS,
+  MAX_SLOT_MAP_RANGES,
+  SlotMap,
+  SlotMapError,
+} from "./slot-map.js";
 export { checkLimits, checkLineLimit, DEFAULT_LIMITS } from "./limits.js";
 export { LineDecoder } from "./line-decoder.js";
 export type { LockMode } from "./lock-mode.js";
