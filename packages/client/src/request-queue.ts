@@ -216,6 +216,8 @@ export function answeredOp(reply: Reply): RequestOp | undefined {
     case "W":
       return "Y";
     case "M":
+    case "S":
+      return matchedAs(reply.op);
     case "E":
       return reply.op === "?" ? undefined : matchedAs(reply.op);
     default:

@@ -2,8 +2,10 @@
 import fc from "fast-check";
 import { MAX_DURATION_MS } from "./duration.js";
 import { KEY_1024_FOUR_BYTE, KEY_1024_TWO_BYTE } from "./fixtures.test.data.js";
+import { KEY_SLOTS } from "./key-slot.js";
 import { ERROR_CODES, type ErrorCode, type Reply, type Request, type RequestOp } from "./messages.js";
 import type { NodeRole, PeerFrame } from "./peer.js";
+import { SlotMap } from "./slot-map.js";
 import { MAX_EPOCH, MAX_TOKEN } from "./token.js";
 
 /** The whole u64 range, plus the values where number and bigint arithmetic part ways. */
@@ -43,7 +45,7 @@ function replaceForbidden(text: string): string {
 export const id = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/);
 export const nonce = fc.stringMatching(/^[!-~]{1,64}$/);
 export const secret = fc.oneof(fc.stringMatching(/^[!-~]{1,64}$/), fc.constant("s".repeat(1024)));
-export const op = fc.constantFrom<RequestOp>("A", "Y", "R", "X", "C", "P", "H", "I");
+export const op = fc.constantFrom<RequestOp>("A", "Y", "R", "X", "C", "P", "H", "I", "K");
 export const role = fc.constantFrom<NodeRole>("active", "standby");
 export const errorCode = fc.constantFrom(...(Object.keys(ERROR_CODES) as ErrorCode[]));
 
@@ -83,7 +85,30 @@ function record<T>(
   return fc.record(model, { requiredKeys, noNullPrototype: true });
 }
 
+const clusterName = fc.stringMatching(/^[A-Za-z0-9._-]{1,64}$/);
+
+/** A valid slot map: 1 to 8 clusters, the slots cut into ranges at random points, some moving. */
+export const slotMap = fc
+  .record({
+    version: fc.bigInt({ min: 1n, max: MAX_TOKEN }),
+    names: fc.uniqueArray(clusterName, { minLength: 1, maxLength: 8 }),
+    cuts: fc.uniqueArray(fc.integer({ min: 1, max: KEY_SLOTS - 1 }), { maxLength: 20 }),
+    addresses: fc.array(address, { minLength: 1, maxLength: 3 }),
+    picks: fc.array(fc.nat(), { minLength: 42, maxLength: 42 }),
+  })
+  .map(({ version, names, cuts, addresses, picks }) => {
+    const bounds = [0, ...cuts.sort((a, b) => a - b), KEY_SLOTS];
+    const ranges = bounds.slice(0, -1).map((from, i) => {
+      const cluster = names[picks[i]! % names.length]!;
+      const target = names[picks[i + 21]! % names.length]!;
+      const range = { from, to: bounds[i + 1]! - 1, cluster };
+      return target === cluster ? range : { ...range, movingTo: target };
+    });
+    return SlotMap.of(version, new Map(names.map((name) => [name, addresses])), ranges);
+  });
+
 export const request = fc.oneof(
+  record({ op: fc.constant("K") }),
   record({ op: fc.constant("A"), key, leaseMs: durationMs, waitMs: durationMs, id }, ["id"]),
   record({ op: fc.constant("Y"), key, leaseMs: durationMs, id }, ["id"]),
   record({ op: fc.constant("R"), key, token: u64, id }, ["id"]),
@@ -104,6 +129,20 @@ export const reply = fc.oneof(
   record({ kind: fc.constant("H") }),
   record({ kind: fc.constant("I"), fields: infoFields }),
   record({ kind: fc.constant("M"), op, key, address, id }, ["id"]),
+  record({ kind: fc.constant("K"), map: fc.option(slotMap, { nil: undefined }) }),
+  record(
+    {
+      kind: fc.constant("S"),
+      op,
+      key,
+      slot: fc.integer({ min: 0, max: KEY_SLOTS - 1 }),
+      version: u64,
+      cluster: clusterName,
+      address,
+      id,
+    },
+    ["id"],
+  ),
   record(
     {
       kind: fc.constant("E"),

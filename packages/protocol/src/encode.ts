@@ -1,7 +1,14 @@
 import { formatSafeInteger } from "./decimal.js";
 import { formatSeconds } from "./duration.js";
 import { addressText, idSuffix, keyText, nonceSuffix, peerHexText, secretText } from "./encode-fields.js";
-import { isRequestOp, isValidInfoName, isValidInfoValue, toMessageText } from "./fields.js";
+import {
+  isRequestOp,
+  isValidClusterName,
+  isValidInfoName,
+  isValidInfoValue,
+  toMessageText,
+} from "./fields.js";
+import { KEY_SLOTS } from "./key-slot.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import { formatLockMode, formatSlot } from "./lock-mode.js";
 import { ERROR_CODES, type Reply, type Request } from "./messages.js";
@@ -49,6 +56,8 @@ export function encodeRequest(request: Request, limits: ProtocolLimits = DEFAULT
       return `H ${secretText(request.secret)}\n`;
     case "I":
       return "I\n";
+    case "K":
+      return "K\n";
   }
   return unknownKind("request op", request);
 }
@@ -81,6 +90,15 @@ export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMIT
     case "M": {
       const { op, key, address, id } = reply;
       return `M ${opText(op)} ${keyText(key, limits)} ${addressText(address)}${idSuffix(id)}\n`;
+    }
+    case "K":
+      return reply.map === undefined ? "K 0\n" : `K ${reply.map.version} ${reply.map.toFields().join(" ")}\n`;
+    case "S": {
+      const { op, key, slot, version, cluster, address, id } = reply;
+      if (!Number.isInteger(slot) || slot < 0 || slot >= KEY_SLOTS)
+        throw new RangeError(`slot ${slot} out of range`);
+      if (!isValidClusterName(cluster)) throw new TypeError(`bad cluster name ${JSON.stringify(cluster)}`);
+      return `S ${opText(op)} ${keyText(key, limits)} ${slot} ${formatToken(version)} ${cluster} ${addressText(address)}${idSuffix(id)}\n`;
     }
     case "E": {
       const { op, key, code, id, message } = reply;

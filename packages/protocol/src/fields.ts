@@ -66,7 +66,15 @@ const REQUEST_OPS: ReadonlySet<string> = new Set<RequestOp>([
   "P",
   "H",
   "I",
+  "K",
 ]);
+
+const CLUSTER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** A cluster's name (`--cluster-name`): 1 to 64 of `A-Z a-z 0-9 . _ -`. */
+export function isValidClusterName(name: string): boolean {
+  return CLUSTER_NAME.test(name);
+}
 
 export function isRequestOp(verb: string): verb is RequestOp {
   return REQUEST_OPS.has(verb);

@@ -22,15 +22,6 @@ export {
 } from "./fields.js";
 export { hashTag, KEY_SLOTS, keySlot } from "./key-slot.js";
 export type { ProtocolLimits } from "./limits.js";
-export type { SlotRange } from "./slot-map.js";
-export {
-  MAX_CLUSTER_ADDRESSES,
-  MAX_SLOT_MAP_BYTES,
-  MAX_SLOT_MAP_CLUSTERS,
-  MAX_SLOT_MAP_RANGES,
-  SlotMap,
-  SlotMapError,
-} from "./slot-map.js";
 export { checkLimits, checkLineLimit, DEFAULT_LIMITS } from "./limits.js";
 export { LineDecoder } from "./line-decoder.js";
 export type { LockMode } from "./lock-mode.js";
@@ -56,6 +47,8 @@ export type {
   HelloRequest,
   InfoReply,
   InfoRequest,
+  KeyspaceReply,
+  KeyspaceRequest,
   ModeAcquireRequest,
   ModeGrantedReply,
   ModeTryAcquireRequest,
@@ -68,6 +61,7 @@ export type {
   ReplyKind,
   Request,
   RequestOp,
+  SlotRedirectReply,
   TimedOutReply,
   TryAcquireRequest,
   TryBusyReply,
@@ -99,6 +93,15 @@ export type {
   SnapshotSharedHolderFrame,
 } from "./peer.js";
 export { isPeerFrame, WHOLE_KEY } from "./peer.js";
+export type { SlotRange } from "./slot-map.js";
+export {
+  MAX_CLUSTER_ADDRESSES,
+  MAX_SLOT_MAP_BYTES,
+  MAX_SLOT_MAP_CLUSTERS,
+  MAX_SLOT_MAP_RANGES,
+  SlotMap,
+  SlotMapError,
+} from "./slot-map.js";
 export {
   composeEpoch,
   composeToken,

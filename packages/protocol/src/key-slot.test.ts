@@ -7,7 +7,8 @@ function referenceSlot(key: string): number {
   let crc = 0;
   for (const byte of new TextEncoder().encode(hashTag(key))) {
     crc ^= byte << 8;
-    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    for (let bit = 0; bit < 8; bit++)
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
   }
   return crc % KEY_SLOTS;
 }

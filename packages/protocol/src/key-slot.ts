@@ -16,7 +16,8 @@ const CRC_TABLE = (() => {
   const table = new Uint16Array(256);
   for (let byte = 0; byte < 256; byte++) {
     let crc = byte << 8;
-    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    for (let bit = 0; bit < 8; bit++)
+      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
     table[byte] = crc;
   }
   return table;

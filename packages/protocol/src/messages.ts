@@ -5,9 +5,10 @@
  */
 
 import type { LockMode } from "./lock-mode.js";
+import type { SlotMap } from "./slot-map.js";
 
 /** Client-to-server request verbs (one ASCII letter each). */
-export type RequestOp = "A" | "Y" | "Q" | "W" | "R" | "X" | "C" | "P" | "H" | "I";
+export type RequestOp = "A" | "Y" | "Q" | "W" | "R" | "X" | "C" | "P" | "H" | "I" | "K";
 
 /** Acquire: wait for the key. `waitMs` 0 waits forever. `id` makes a retry find its own grant. */
 export interface AcquireRequest {
@@ -96,7 +97,13 @@ export interface InfoRequest {
   readonly op: "I";
 }
 
+/** Ask for the slot map: which cluster serves which key slots (docs/protocol.md, "Key slots"). */
+export interface KeyspaceRequest {
+  readonly op: "K";
+}
+
 export type Request =
+  | KeyspaceRequest
   | AcquireRequest
   | TryAcquireRequest
   | ModeAcquireRequest
@@ -109,7 +116,23 @@ export type Request =
   | InfoRequest;
 
 /** Server-to-client reply kinds. */
-export type ReplyKind = "A" | "T" | "Y" | "N" | "Q" | "W" | "R" | "X" | "C" | "P" | "H" | "I" | "M" | "E";
+export type ReplyKind =
+  | "A"
+  | "T"
+  | "Y"
+  | "N"
+  | "Q"
+  | "W"
+  | "R"
+  | "X"
+  | "C"
+  | "P"
+  | "H"
+  | "I"
+  | "K"
+  | "M"
+  | "S"
+  | "E";
 
 /** `A`: the acquire was granted with this fencing token. */
 export interface GrantedReply {
@@ -199,6 +222,27 @@ export interface RedirectReply {
   readonly id?: string;
 }
 
+/** `K`: the slot map this node serves by; undefined (`K 0`) when it has none and serves every key. */
+export interface KeyspaceReply {
+  readonly kind: "K";
+  readonly map: SlotMap | undefined;
+}
+
+/**
+ * `S`: the key's slot belongs to another cluster in slot map `version`: re-send the request to
+ * `cluster`, at `address` (its active, if this node knows it; a node of it otherwise).
+ */
+export interface SlotRedirectReply {
+  readonly kind: "S";
+  readonly op: RequestOp;
+  readonly key: string;
+  readonly slot: number;
+  readonly version: bigint;
+  readonly cluster: string;
+  readonly address: string;
+  readonly id?: string;
+}
+
 /** `E`: the request failed with a stable error code. `op`/`key` are "?"/"-" when unknown. */
 export interface ErrorReply {
   readonly kind: "E";
@@ -222,6 +266,8 @@ export type Reply =
   | HelloReply
   | InfoReply
   | RedirectReply
+  | KeyspaceReply
+  | SlotRedirectReply
   | ErrorReply;
 
 /**

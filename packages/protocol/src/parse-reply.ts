@@ -1,7 +1,15 @@
-import type { DecodeError } from "./decode-error.js";
+import { type DecodeError, decodeError } from "./decode-error.js";
 import { fastReply } from "./fast-path.js";
 import { FieldReader, splitFields, unknownVerb, verbOf, withId } from "./field-reader.js";
-import { isValidAddress, isValidInfoName, isValidInfoValue, isValidNonce, toMessageText } from "./fields.js";
+import {
+  isValidAddress,
+  isValidClusterName,
+  isValidInfoName,
+  isValidInfoValue,
+  isValidNonce,
+  toMessageText,
+} from "./fields.js";
+import { KEY_SLOTS } from "./key-slot.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import {
   ERROR_CODES,
@@ -9,15 +17,19 @@ import {
   type ErrorReply,
   type GrantedReply,
   type InfoReply,
+  type KeyspaceReply,
   type ModeGrantedReply,
   type PongReply,
   type RedirectReply,
   type Reply,
   type RequestOp,
+  type SlotRedirectReply,
   type TimedOutReply,
   type TryBusyReply,
   type TryGrantedReply,
 } from "./messages.js";
+import { SlotMap, SlotMapError } from "./slot-map.js";
+import { parseToken } from "./token.js";
 
 /**
  * Parses one reply line (without its `\n`) into a reply or a DecodeError. Never throws. A
@@ -53,6 +65,10 @@ export function parseReplyFields(line: string, limits: ProtocolLimits = DEFAULT_
       return parseInfo(new FieldReader(line.split(" "), "I", limits.maxKeyBytes, true));
     case "M":
       return parseRedirect(reader(line, "?", 6, limits));
+    case "K":
+      return parseKeyspace(line);
+    case "S":
+      return parseSlotRedirect(reader(line, "?", 8, limits));
     case "E":
       return parseError(reader(line, "?", 6, limits));
   }
@@ -134,6 +150,42 @@ function parseRedirect(r: FieldReader): RedirectReply | DecodeError {
   const key = r.key(2);
   const address = r.argument(3, isValidAddress, "the address");
   return r.result(withId<RedirectReply>({ kind: "M", op, key, address }, r.id(4)));
+}
+
+function parseKeyspace(line: string): KeyspaceReply | DecodeError {
+  const fields = line.split(" ");
+  const version = parseToken(fields[1] ?? "");
+  if (version === undefined)
+    return decodeError(
+      "BAD_ARGUMENT",
+      "expected K <version> [<cluster>=<addresses>|<from>-<to>:<cluster> ...]",
+      "K",
+    );
+  if (version === 0n)
+    return fields.length === 2
+      ? { kind: "K", map: undefined }
+      : decodeError("BAD_SYNTAX", "K 0 has no fields after it", "K");
+  try {
+    return { kind: "K", map: SlotMap.fromFields(version, fields.slice(2)) };
+  } catch (error) {
+    if (!(error instanceof SlotMapError)) throw error;
+    return decodeError("BAD_ARGUMENT", `the slot map is malformed: ${error.message}`, "K");
+  }
+}
+
+function parseSlotRedirect(r: FieldReader): SlotRedirectReply | DecodeError {
+  const wrongCount = r.expect(7, 8, "S <verb> <key> <slot> <version> <cluster> <address> [<id>]", 2, 1);
+  if (wrongCount) return wrongCount;
+  const op = r.op(1, false) as RequestOp;
+  const key = r.key(2);
+  const slot = r.integer(3, "the slot");
+  if (slot >= KEY_SLOTS) r.fail("BAD_ARGUMENT", `the slot must be below ${KEY_SLOTS}`);
+  const version = r.u64(4, "the slot map version");
+  const cluster = r.argument(5, isValidClusterName, "the cluster name");
+  const address = r.argument(6, isValidAddress, "the address");
+  return r.result(
+    withId<SlotRedirectReply>({ kind: "S", op, key, slot, version, cluster, address }, r.id(7)),
+  );
 }
 
 function isErrorCode(text: string): text is ErrorCode {

@@ -58,6 +58,8 @@ export function parseRequestFields(
       return parseHello(reader(line, "H", 3, limits));
     case "I":
       return reader(line, "I", 2, limits).expect(1, 1, "I") ?? { op: "I" };
+    case "K":
+      return reader(line, "K", 2, limits).expect(1, 1, "K") ?? { op: "K" };
   }
   if (verb.charCodeAt(0) === 0x21) {
     const frame = verb.length === 2 ? parsePeerLine(line, verb, limits) : unknownVerb(verb);

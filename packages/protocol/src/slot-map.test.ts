@@ -41,17 +41,33 @@ describe("SlotMap", () => {
   });
 
   it("refuses a map that leaves a slot to nobody, gives one twice, or names an unknown cluster", () => {
-    const refused = (ranges: Parameters<typeof SlotMap.of>[2], names = clusters) => () =>
-      SlotMap.of(1n, names, ranges);
+    const refused =
+      (ranges: Parameters<typeof SlotMap.of>[2], names = clusters) =>
+      () =>
+        SlotMap.of(1n, names, ranges);
     expect(refused([{ from: 0, to: 8191, cluster: "a" }])).toThrow(/slots 8192-16383 belong to no cluster/);
     expect(refused([...halves, { from: 100, to: 200, cluster: "b" }])).toThrow(/overlap at slot 100/);
     expect(refused([{ from: 0, to: 16383, cluster: "c" }])).toThrow(/unknown cluster c/);
     expect(refused([{ from: 0, to: 16384, cluster: "a" }])).toThrow(/bad range/);
-    expect(refused([{ from: 0, to: 16383, cluster: "a", movingTo: "a" }])).toThrow(/moves to the cluster it is on/);
-    expect(refused(halves, new Map([...clusters, ["bad name", ["10.0.0.9:7420"]]]))).toThrow(/bad cluster name/);
-    expect(refused(halves, new Map([["a", ["no-port"]], ["b", ["10.0.0.3:7420"]]]))).toThrow(/not host:port/);
+    expect(refused([{ from: 0, to: 16383, cluster: "a", movingTo: "a" }])).toThrow(
+      /moves to the cluster it is on/,
+    );
+    expect(refused(halves, new Map([...clusters, ["bad name", ["10.0.0.9:7420"]]]))).toThrow(
+      /bad cluster name/,
+    );
+    expect(
+      refused(
+        halves,
+        new Map([
+          ["a", ["no-port"]],
+          ["b", ["10.0.0.3:7420"]],
+        ]),
+      ),
+    ).toThrow(/not host:port/);
     expect(() => SlotMap.fromDocument(1n, "{")).toThrow(SlotMapError);
-    expect(() => SlotMap.fromFields(1n, ["a=10.0.0.1:7420", "zero-ten:a"])).toThrow(/neither a cluster nor a range/);
+    expect(() => SlotMap.fromFields(1n, ["a=10.0.0.1:7420", "zero-ten:a"])).toThrow(
+      /neither a cluster nor a range/,
+    );
     expect(() => SlotMap.of(0n, clusters, halves)).toThrow(
       expect.objectContaining({ code: "SLOT_MAP_INVALID", message: expect.stringMatching(/version/) }),
     );
@@ -64,7 +80,11 @@ describe("SlotMap", () => {
         [...Array(16).keys()].map((j) => `node-${j}.cluster-${i}.lockd.internal.example.com:7420`),
       ]),
     );
-    const ranges = [...Array(64).keys()].map((i) => ({ from: i * 256, to: i * 256 + 255, cluster: `cluster-${i}` }));
+    const ranges = [...Array(64).keys()].map((i) => ({
+      from: i * 256,
+      to: i * 256 + 255,
+      cluster: `cluster-${i}`,
+    }));
     expect(() => SlotMap.of(1n, many, ranges)).toThrow(/bytes in a K reply/);
   });
 });

@@ -1,4 +1,4 @@
-import { isValidAddress, utf8ByteLength } from "./fields.js";
+import { isValidAddress, isValidClusterName, utf8ByteLength } from "./fields.js";
 import { KEY_SLOTS, keySlot } from "./key-slot.js";
 
 /**
@@ -22,8 +22,6 @@ export const MAX_CLUSTER_ADDRESSES = 16;
 /** The longest map in a `K` reply (its fields joined), well inside the 64 KiB default line limit. */
 export const MAX_SLOT_MAP_BYTES = 32_768;
 
-const CLUSTER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
-
 /** A slot map that breaks a rule (code `SLOT_MAP_INVALID`): the message says which. */
 export class SlotMapError extends Error {
   readonly code = "SLOT_MAP_INVALID";
@@ -40,7 +38,11 @@ export class SlotMap {
   /** The index in `ranges` of each slot's range. */
   readonly #rangeOfSlot: Uint16Array;
 
-  private constructor(version: bigint, clusters: ReadonlyMap<string, readonly string[]>, ranges: SlotRange[]) {
+  private constructor(
+    version: bigint,
+    clusters: ReadonlyMap<string, readonly string[]>,
+    ranges: SlotRange[],
+  ) {
     this.version = version;
     this.clusters = clusters;
     this.ranges = ranges;
@@ -62,7 +64,7 @@ export class SlotMap {
     if (clusters.size === 0 || clusters.size > MAX_SLOT_MAP_CLUSTERS)
       throw new SlotMapError(`a slot map names 1 to ${MAX_SLOT_MAP_CLUSTERS} clusters, got ${clusters.size}`);
     for (const [name, addresses] of clusters) {
-      if (!CLUSTER_NAME.test(name)) throw new SlotMapError(`bad cluster name ${JSON.stringify(name)}`);
+      if (!isValidClusterName(name)) throw new SlotMapError(`bad cluster name ${JSON.stringify(name)}`);
       if (addresses.length === 0 || addresses.length > MAX_CLUSTER_ADDRESSES)
         throw new SlotMapError(`cluster ${name} needs 1 to ${MAX_CLUSTER_ADDRESSES} addresses`);
       for (const address of addresses)
@@ -155,7 +157,12 @@ export class SlotMap {
       throw new SlotMapError(`not JSON: ${(error as Error).message}`);
     }
     const shape = parsed as { clusters?: unknown; ranges?: unknown };
-    if (typeof shape !== "object" || shape === null || typeof shape.clusters !== "object" || !Array.isArray(shape.ranges))
+    if (
+      typeof shape !== "object" ||
+      shape === null ||
+      typeof shape.clusters !== "object" ||
+      !Array.isArray(shape.ranges)
+    )
       throw new SlotMapError(`expected {"clusters": {name: [addresses]}, "ranges": [{from, to, cluster}]}`);
     const clusters = new Map<string, readonly string[]>();
     for (const [name, addresses] of Object.entries(shape.clusters as object)) {
@@ -166,7 +173,9 @@ export class SlotMap {
     const ranges = (shape.ranges as unknown[]).map((entry): SlotRange => {
       const { from, to, cluster, movingTo } = (entry ?? {}) as Record<string, unknown>;
       if (typeof from !== "number" || typeof to !== "number" || typeof cluster !== "string")
-        throw new SlotMapError(`a range needs numbers "from", "to" and a string "cluster": ${JSON.stringify(entry)}`);
+        throw new SlotMapError(
+          `a range needs numbers "from", "to" and a string "cluster": ${JSON.stringify(entry)}`,
+        );
       if (movingTo !== undefined && typeof movingTo !== "string")
         throw new SlotMapError(`"movingTo" must name a cluster: ${JSON.stringify(entry)}`);
       return movingTo === undefined ? { from, to, cluster } : { from, to, cluster, movingTo };

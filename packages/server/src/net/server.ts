@@ -27,6 +27,7 @@ import { LingerBudget } from "../io/close.js";
 import { resolveLimits, type ServerLimits } from "../limits.js";
 import { LockNode, type LockNodeOptions } from "../node.js";
 import type { ServerObserver } from "../observer.js";
+import type { SlotGate } from "../slots/slot-gate.js";
 import { Admission } from "./admission.js";
 import { SecretChecker } from "./auth.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
@@ -74,6 +75,12 @@ export interface LockServerOptions {
   readonly maxClockSkewMs?: number;
   /** Wall clock for epoch rounds; `Date.now` unless a test injects one. */
   readonly wallNow?: () => number;
+  /**
+   * Several clusters over one key space: the slot map this node serves by (lockd `--slot-map`,
+   * kept up to date from the coordination store). A keyed request for another cluster's slot is
+   * answered `S`; `K` answers the map.
+   */
+  readonly slots?: SlotGate;
 }
 
 export interface LockClusterOptions {
@@ -242,6 +249,7 @@ export class LockServer {
       protocolLimits: { maxLineBytes: this.limits.maxLineBytes, maxKeyBytes: this.limits.maxKeyBytes },
       auth,
       version: options.version ?? "0.0.0",
+      ...(options.slots ? { slots: options.slots } : {}),
       connectionCount: () => this.#connections.size,
       cluster: this.cluster,
       onAuthenticated: (connection) => this.#admission.settled(connection),

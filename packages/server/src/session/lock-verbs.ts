@@ -10,12 +10,15 @@ import type { Rejected } from "../engine/engine-types.js";
 import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
+import type { SlotGate } from "../slots/slot-gate.js";
 
 /** What the lock verbs of every connection share: the node, the limits, the facts `I` reports. */
 export interface VerbContext {
   readonly node: LockNode;
   readonly limits: ServerLimits;
   readonly version: string;
+  /** With a slot map (several clusters over one key space): which keys this cluster serves. */
+  readonly slots?: SlotGate;
   connectionCount(): number;
 }
 
@@ -113,6 +116,19 @@ export class LockVerbs implements AcquireSink {
 
   run(request: LockRequest): void {
     const node = this.#ctx.node;
+    if (request.op === "K") {
+      // Any node answers: a client learns the map from whichever node it reaches first.
+      this.#send({ kind: "K", map: this.#ctx.slots?.map });
+      return;
+    }
+    // Another cluster's key is redirected there by any node of this one, standbys included.
+    if ("key" in request) {
+      const elsewhere = this.#ctx.slots?.redirect(request);
+      if (elsewhere !== undefined) {
+        this.#send(elsewhere);
+        return;
+      }
+    }
     if (!node.serving && request.op !== "P" && request.op !== "I") {
       // An active that is held (confirming its role after a stall, or waiting for its clock to
       // reach a new epoch) knows no other active to send the client to: NO_ACTIVE, retry shortly.

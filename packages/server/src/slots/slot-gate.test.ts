@@ -1,0 +1,73 @@
+import { keySlot, SlotMap } from "@lock/protocol";
+import { describe, expect, it } from "vitest";
+import { client, serve } from "../net/serve.test.data.js";
+import { SlotGate } from "./slot-gate.js";
+
+const clusters = new Map([
+  ["east", ["127.0.0.1:7001"]],
+  ["west", ["127.0.0.1:7101", "127.0.0.1:7102"]],
+]);
+const halves = (version: bigint) =>
+  SlotMap.of(version, clusters, [
+    { from: 0, to: 8191, cluster: "east" },
+    { from: 8192, to: 16383, cluster: "west" },
+  ]);
+/** A key of each half (keySlot("foo") is 12182, keySlot("bar") 5061). */
+const EAST_KEY = "bar";
+const WEST_KEY = "foo";
+
+describe("a node of one of several clusters (a slot map)", () => {
+  it("serves its own slots, answers S for the other cluster's with its active, and K with the map", async () => {
+    const gate = new SlotGate("east", (cluster) => (cluster === "west" ? "127.0.0.1:7102" : undefined));
+    expect(gate.update(halves(4n))).toBe(true);
+    const c = await client(await serve({ slots: gate }));
+    expect(keySlot(EAST_KEY)).toBeLessThan(8192);
+    expect(await c.request(`A ${EAST_KEY} 30 0 r1`)).toMatch(new RegExp(`^A ${EAST_KEY} \\d+ r1$`));
+    expect(await c.request(`A ${WEST_KEY} 30 0 r2`)).toBe(`S A ${WEST_KEY} 12182 4 west 127.0.0.1:7102 r2`);
+    // Every keyed verb, with or without an id; nothing of it runs here.
+    expect(await c.request(`Y ${WEST_KEY} 30`)).toBe(`S Y ${WEST_KEY} 12182 4 west 127.0.0.1:7102`);
+    expect(await c.request(`Q ${WEST_KEY} p5 30 0 r3`)).toBe(
+      `S Q ${WEST_KEY} 12182 4 west 127.0.0.1:7102 r3`,
+    );
+    expect(await c.request(`R ${WEST_KEY} 7`)).toBe(`S R ${WEST_KEY} 12182 4 west 127.0.0.1:7102`);
+    expect(await c.request(`C ${WEST_KEY} r2`)).toBe(`S C ${WEST_KEY} 12182 4 west 127.0.0.1:7102 r2`);
+    // A tag decides the slot: {bar}:anything is east's.
+    expect(await c.request(`Y {${EAST_KEY}}:x 30`)).toMatch(/^Y \{bar\}:x \d+$/);
+    expect(await c.request("K")).toBe(
+      "K 4 east=127.0.0.1:7001 west=127.0.0.1:7101,127.0.0.1:7102 0-8191:east 8192-16383:west",
+    );
+    expect(await c.request("I")).toMatch(/^I version=/);
+  });
+
+  it("names another cluster's first address when it does not know its active", async () => {
+    const gate = new SlotGate("east");
+    gate.update(halves(1n));
+    const c = await client(await serve({ slots: gate }));
+    expect(await c.request(`A ${WEST_KEY} 30 0`)).toBe(`S A ${WEST_KEY} 12182 1 west 127.0.0.1:7101`);
+  });
+
+  it("without a map serves every key and answers K 0", async () => {
+    const c = await client(await serve({ slots: new SlotGate("east") }));
+    expect(await c.request(`A ${WEST_KEY} 30 0`)).toMatch(/^A foo \d+$/);
+    expect(await c.request("K")).toBe("K 0");
+    const plain = await client(await serve());
+    expect(await plain.request("K")).toBe("K 0");
+  });
+
+  it("takes a newer map and ignores an older one (a late watch event)", () => {
+    const gate = new SlotGate("west");
+    expect(gate.update(halves(5n))).toBe(true);
+    const swapped = SlotMap.of(4n, clusters, [
+      { from: 0, to: 8191, cluster: "west" },
+      { from: 8192, to: 16383, cluster: "east" },
+    ]);
+    expect(gate.update(swapped)).toBe(false);
+    expect(gate.map?.version).toBe(5n);
+    expect(gate.redirect({ op: "A", key: WEST_KEY, leaseMs: 1000, waitMs: 0 })).toBeUndefined();
+    expect(gate.redirect({ op: "A", key: EAST_KEY, leaseMs: 1000, waitMs: 0 })?.cluster).toBe("east");
+    expect(new SlotGate("north").listed).toBe(true);
+    const north = new SlotGate("north");
+    north.update(halves(1n));
+    expect(north.listed).toBe(false);
+  });
+});
