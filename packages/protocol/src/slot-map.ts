@@ -47,7 +47,7 @@ export class SlotMap {
     this.clusters = clusters;
     this.ranges = ranges;
     this.#rangeOfSlot = new Uint16Array(KEY_SLOTS);
-    ranges.forEach((range, index) => this.#rangeOfSlot.fill(index, range.from, range.to + 1));
+    for (const [index, range] of ranges.entries()) this.#rangeOfSlot.fill(index, range.from, range.to + 1);
   }
 
   /**
