@@ -45,6 +45,10 @@ export const FLAGS = {
     env: "LOCKD_CLUSTER_NAME",
     help: "this cluster's name in the coordinator: letters, digits, '.', '_' or '-', at most 64",
   },
+  "slot-map": {
+    env: "LOCKD_SLOT_MAP",
+    help: "JSON file of the slot map (clusters and their slot ranges) for several clusters over one key space; written to the coordinator if it has none, whose map wins after that (needs --coordinator)",
+  },
   "coordinator-lease": {
     env: "LOCKD_COORDINATOR_LEASE",
     default: "2",

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { formatAddress, MAX_NODE_ID } from "@lock/protocol";
+import { formatAddress, MAX_NODE_ID, SlotMap, SlotMapError } from "@lock/protocol";
 import {
   DEFAULT_SERVER_LIMITS,
   parseSemaphoreRules,
@@ -68,6 +68,8 @@ export interface CoordinatorConfig {
   readonly origin: string;
   readonly clusterName: string;
   readonly leaseMs: number;
+  /** `--slot-map`: the map to seed the store with; this cluster then serves only its slots. */
+  readonly slotMap: SlotMap | undefined;
 }
 
 export type ParsedCommand =
@@ -253,6 +255,9 @@ function parseCoordinator(
   const name = sources.setting("cluster-name");
   if (url === undefined || url.text === "") {
     if (name !== undefined) throw new ConfigError(`${name.origin} needs --coordinator`);
+    const slotMap = sources.setting("slot-map");
+    if (slotMap !== undefined && slotMap.text !== "")
+      throw new ConfigError(`${slotMap.origin} needs --coordinator`);
     return undefined;
   }
   // A one-node cluster (--peers naming only this node) may use a coordinator too.
@@ -273,7 +278,33 @@ function parseCoordinator(
     origin: url.origin,
     clusterName: name.text,
     leaseMs: sources.numberOf("coordinator-lease")!,
+    slotMap: readSlotMap(sources, name.text),
   };
+}
+
+/** --slot-map: a JSON file naming every cluster (this one among them) and its slot ranges. */
+function readSlotMap(sources: ConfigSources, clusterName: string): SlotMap | undefined {
+  const setting = sources.setting("slot-map");
+  if (setting === undefined || setting.text === "") return undefined;
+  let text: string;
+  try {
+    text = readFileSync(setting.text, "utf8");
+  } catch (error) {
+    throw new ConfigError(`${setting.origin}: cannot read ${setting.text}: ${(error as Error).message}`);
+  }
+  let map: SlotMap;
+  try {
+    // The store gives the map its version; 1 stands in for it until then.
+    map = SlotMap.fromDocument(1n, text);
+  } catch (error) {
+    if (!(error instanceof SlotMapError)) throw error;
+    throw new ConfigError(`${setting.origin}: ${error.code}: ${error.message}`);
+  }
+  if (!map.clusters.has(clusterName))
+    throw new ConfigError(
+      `${setting.origin}: the map does not name this cluster (--cluster-name ${clusterName})`,
+    );
+  return map;
 }
 
 /** --semaphores: `PATTERN=N,…`; none by default. */

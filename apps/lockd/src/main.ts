@@ -9,10 +9,13 @@ import {
   type CoordinationOptions,
   DEFAULT_OWNERSHIP_MARGIN_MS,
   EpochStoreError,
+  followSlotMap,
   LockServer,
   type LockServerOptions,
   ownershipHolder,
   ReportLimiter,
+  SlotGate,
+  type SlotMapEvents,
 } from "@lock/server";
 import { useFastIo } from "@lock/socket-io";
 import { pino } from "pino";
@@ -57,7 +60,15 @@ async function main(): Promise<void> {
   warnOfWeakSpots(log, config);
   const events = clusterEvents(log, metrics, clusterLog, warnIfEpochAhead);
   const coordination = openCoordinator(config);
-  const started = await LockServer.start(serverOptions(config, metrics, events, coordination));
+  const slots = slotGate(config);
+  const started = await LockServer.start({
+    ...serverOptions(config, metrics, events, coordination),
+    ...(slots ? { slots } : {}),
+  });
+  const stopSlotMap =
+    slots && coordination
+      ? followSlotMap(coordination.store, slots, config.coordinator?.slotMap, slotMapEvents(log))
+      : undefined;
   server = started;
   metrics.attach(started);
   warnIfEpochAhead();
@@ -83,6 +94,7 @@ async function main(): Promise<void> {
     log,
     async () => {
       stopHistory();
+      stopSlotMap?.();
       // The cluster gave its lease back (or handed it off) as it stopped: the store goes last.
       await Promise.all([started.close(config.shutdownGraceMs), admin?.close()]);
       await coordination?.store.close();
@@ -148,6 +160,34 @@ function openCoordinator(config: LockdConfig): CoordinationOptions | undefined {
     process.stderr.write(`lockd: ${coordinator.origin}: ${error.message}\nrun lockd --help for the flags\n`);
     process.exit(2);
   }
+}
+
+/** With --slot-map: the gate that keeps this cluster to its slots (it waits for the store's map). */
+function slotGate(config: LockdConfig): SlotGate | undefined {
+  const coordinator = config.coordinator;
+  if (coordinator?.slotMap === undefined) return undefined;
+  return new SlotGate(coordinator.clusterName, { awaitMap: true });
+}
+
+function slotMapEvents(log: Log): SlotMapEvents {
+  return {
+    mapChanged: (map) =>
+      log.info(
+        { version: String(map.version), clusters: [...map.clusters.keys()], ranges: map.ranges.length },
+        "slot map in force",
+      ),
+    mapRefused: (version, error) =>
+      log.error(
+        { version: String(version), error: error.message },
+        "the coordinator's slot map is invalid; keeping the previous one",
+      ),
+    mapDeleted: () => log.error("the coordinator's slot map was deleted; keeping the previous one"),
+    seedFailed: (error) =>
+      log.warn(
+        { error: error instanceof Error ? error.message : String(error) },
+        "could not write --slot-map to the coordinator",
+      ),
+  };
 }
 
 /** What --insecure, or a missing certificate, leaves open: said at every start. */

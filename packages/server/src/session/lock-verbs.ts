@@ -122,8 +122,18 @@ export class LockVerbs implements AcquireSink {
       return;
     }
     // Another cluster's key is redirected there by any node of this one, standbys included.
-    if ("key" in request) {
-      const elsewhere = this.#ctx.slots?.redirect(request);
+    if ("key" in request && this.#ctx.slots) {
+      if (this.#ctx.slots.awaitingMap) {
+        this.error(
+          request.op,
+          request.key,
+          "id" in request ? request.id : undefined,
+          "NO_ACTIVE",
+          "this node has not read the slot map from the coordinator yet; retry shortly",
+        );
+        return;
+      }
+      const elsewhere = this.#ctx.slots.redirect(request);
       if (elsewhere !== undefined) {
         this.#send(elsewhere);
         return;

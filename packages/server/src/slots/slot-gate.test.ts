@@ -1,7 +1,10 @@
 import { keySlot, SlotMap } from "@lock/protocol";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { MemoryCoordinationStore } from "../coordination/memory-store.js";
+import { monotonicClock } from "../engine/clock.js";
 import { client, serve } from "../net/serve.test.data.js";
 import { SlotGate } from "./slot-gate.js";
+import { followSlotMap, SLOT_MAP_DOCUMENT } from "./slot-map-follower.js";
 
 const clusters = new Map([
   ["east", ["127.0.0.1:7001"]],
@@ -18,7 +21,9 @@ const WEST_KEY = "foo";
 
 describe("a node of one of several clusters (a slot map)", () => {
   it("serves its own slots, answers S for the other cluster's with its active, and K with the map", async () => {
-    const gate = new SlotGate("east", (cluster) => (cluster === "west" ? "127.0.0.1:7102" : undefined));
+    const gate = new SlotGate("east", {
+      activeOf: (cluster) => (cluster === "west" ? "127.0.0.1:7102" : undefined),
+    });
     expect(gate.update(halves(4n))).toBe(true);
     const c = await client(await serve({ slots: gate }));
     expect(keySlot(EAST_KEY)).toBeLessThan(8192);
@@ -54,6 +59,16 @@ describe("a node of one of several clusters (a slot map)", () => {
     expect(await plain.request("K")).toBe("K 0");
   });
 
+  it("answers keyed requests NO_ACTIVE until the store's map is read, when a map is configured", async () => {
+    const gate = new SlotGate("east", { awaitMap: true });
+    const c = await client(await serve({ slots: gate }));
+    expect(await c.request(`A ${EAST_KEY} 30 0 r1`)).toMatch(/^E A bar NO_ACTIVE r1 .*slot map/);
+    expect(await c.request("K")).toBe("K 0");
+    gate.update(halves(2n));
+    expect(gate.awaitingMap).toBe(false);
+    expect(await c.request(`A ${EAST_KEY} 30 0 r1`)).toMatch(/^A bar \d+ r1$/);
+  });
+
   it("takes a newer map and ignores an older one (a late watch event)", () => {
     const gate = new SlotGate("west");
     expect(gate.update(halves(5n))).toBe(true);
@@ -69,5 +84,47 @@ describe("a node of one of several clusters (a slot map)", () => {
     const north = new SlotGate("north");
     north.update(halves(1n));
     expect(north.listed).toBe(false);
+  });
+});
+
+describe("followSlotMap", () => {
+  const recorder = () => {
+    const seen: string[] = [];
+    return {
+      seen,
+      events: {
+        mapChanged: (map: SlotMap) => seen.push(`changed ${map.version}`),
+        mapRefused: (version: bigint) => seen.push(`refused ${version}`),
+        mapDeleted: () => seen.push("deleted"),
+        seedFailed: () => seen.push("seed failed"),
+      },
+    };
+  };
+
+  it("seeds an empty store once, and every node then follows the store's document, not its file", async () => {
+    const store = new MemoryCoordinationStore(monotonicClock);
+    const first = new SlotGate("east", { awaitMap: true });
+    const { seen, events } = recorder();
+    const stop = followSlotMap(store, first, halves(1n), events);
+    await vi.waitFor(() => expect(first.awaitingMap).toBe(false));
+    expect(first.map?.ranges).toEqual(halves(1n).ranges);
+    // A second node with another file reads the store's map.
+    const second = new SlotGate("west", { awaitMap: true });
+    const swapped = SlotMap.of(1n, clusters, [{ from: 0, to: 16383, cluster: "west" }]);
+    const stopSecond = followSlotMap(store, second, swapped, recorder().events);
+    await vi.waitFor(() => expect(second.map?.version).toBe(first.map?.version));
+    expect(second.map?.clusterOf(WEST_KEY)).toBe("west");
+    expect(second.map?.clusterOf(EAST_KEY)).toBe("east");
+    // A change to the document reaches both; a broken one is refused and the map kept.
+    const current = (await store.readDocument(SLOT_MAP_DOCUMENT))!;
+    const next = await store.writeDocument(SLOT_MAP_DOCUMENT, swapped.toDocument(), current.version);
+    await vi.waitFor(() => expect(first.map?.version).toBe(next));
+    expect(first.map?.clusterOf(EAST_KEY)).toBe("west");
+    await store.writeDocument(SLOT_MAP_DOCUMENT, "{}", next!);
+    await vi.waitFor(() => expect(seen.at(-1)).toMatch(/^refused /));
+    expect(first.map?.version).toBe(next);
+    expect(seen[0]).toMatch(/^changed /);
+    stop();
+    stopSecond();
   });
 });

@@ -15,15 +15,29 @@ type KeyedRequest = Extract<Request, { key: string }>;
 export class SlotGate {
   readonly cluster: string;
   #map: SlotMap | undefined;
+  /** A map is configured but not read from the store yet: no keyed request runs meanwhile. */
+  #awaiting: boolean;
   readonly #activeOf: (cluster: string) => string | undefined;
 
   /**
    * `cluster`: this node's `--cluster-name`. `activeOf`: the active of another cluster if this node
    * knows it (its ownership lease's holder), to name it in `S` replies; else its first address.
    */
-  constructor(cluster: string, activeOf: (cluster: string) => string | undefined = () => undefined) {
+  constructor(
+    cluster: string,
+    options: { activeOf?: (cluster: string) => string | undefined; awaitMap?: boolean } = {},
+  ) {
     this.cluster = cluster;
-    this.#activeOf = activeOf;
+    this.#activeOf = options.activeOf ?? (() => undefined);
+    this.#awaiting = options.awaitMap ?? false;
+  }
+
+  /**
+   * Waiting for the store's map (lockd `--slot-map` until its first read): a node must not serve a
+   * key before it knows the key is its cluster's, so keyed requests get `NO_ACTIVE` meanwhile.
+   */
+  get awaitingMap(): boolean {
+    return this.#awaiting;
   }
 
   get map(): SlotMap | undefined {
@@ -34,6 +48,7 @@ export class SlotGate {
   update(map: SlotMap): boolean {
     if (this.#map !== undefined && map.version <= this.#map.version) return false;
     this.#map = map;
+    this.#awaiting = false;
     return true;
   }
 
