@@ -216,6 +216,15 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
           this.#attempt(reply.address);
         }
         return;
+      case "S":
+        // Another cluster serves the key: the router sends the same request (same id) there.
+        this.#ctx.router.slotMoved?.(ticket, reply);
+        if (++this.#redirects > MAX_REDIRECTS) {
+          this.#fail(new ProtocolError(`more than ${MAX_REDIRECTS} redirects for ${this.spec.key}`));
+        } else {
+          this.#attempt(undefined);
+        }
+        return;
       case "E":
         this.#onError(reply.code, reply.message, ticket);
         return;

@@ -1,4 +1,4 @@
-import type { LockMode, Request } from "@lock/protocol";
+import { keySlot, type LockMode, type Request } from "@lock/protocol";
 import { type AcquireContext, AcquireOp, type AcquireSpec } from "./acquire.js";
 import { AbortError, ClientClosedError, type LockLostError, ProtocolError } from "./errors.js";
 import { type ClientEventListener, type ClientEventName, Emitter } from "./events.js";
@@ -16,8 +16,8 @@ import {
 } from "./options.js";
 import { type RetryCallback, RetryingRequest, type RetryPolicy } from "./retrying-request.js";
 import type { SlotState } from "./server-pool.js";
+import { SlotRouter } from "./slot-router.js";
 import { type Timer, TimerQueue } from "./timers.js";
-import { Transport } from "./transport.js";
 
 export interface AcquireOptions {
   /** How long the server keeps the lock if it is neither released nor extended, in ms (≥ 1). */
@@ -78,7 +78,7 @@ export class LockClient implements AsyncDisposable {
   readonly #options: ResolvedOptions;
   readonly #timers: TimerQueue;
   readonly #events = new Emitter();
-  readonly #transport: Transport;
+  readonly #router: SlotRouter;
   readonly #ids = new RequestIds();
   // Tracked for close(): acquires in progress (and given-up ones whose last attempt is unanswered:
   // a late grant must be released), locks held, releases and other retries in progress, and
@@ -98,7 +98,7 @@ export class LockClient implements AsyncDisposable {
   constructor(options: LockClientOptions) {
     this.#options = resolveOptions(options);
     this.#timers = this.#options.timers ?? new TimerQueue();
-    this.#transport = new Transport(this.#options, this.#timers, this.#events);
+    this.#router = new SlotRouter(this.#options, this.#timers, this.#events);
     // Only the simulator's negative control (testMutation) retries under a new id.
     const freshId = this.#options.testMutation === "fresh-retry-id" ? () => this.#ids.next() : undefined;
     this.#retryPolicy = {
@@ -113,7 +113,7 @@ export class LockClient implements AsyncDisposable {
       lost: (lock, error) => this.#lost(lock, error),
     };
     this.#acquireContext = {
-      router: this.#transport,
+      router: this.#router,
       timers: this.#timers,
       retryIntervalMs: this.#options.retryIntervalMs,
       random: this.#options.random ?? Math.random,
@@ -165,14 +165,24 @@ export class LockClient implements AsyncDisposable {
     return result;
   }
 
+  /**
+   * The key slot (0 to 16383) of `key`: with several clusters over one key space, keys of one slot
+   * are served by one cluster. Keys that must go together share a `{tag}` (docs/protocol.md, "Key slots").
+   */
+  slotOf(key: string): number {
+    return keySlot(key);
+  }
+
   /** A snapshot of every connection slot. */
   get connections(): readonly ConnectionStatus[] {
-    return this.#transport.pool.slots.map((slot) => ({
-      address: slot.address,
-      connection: slot.index,
-      state: slot.state,
-      standby: slot.standby,
-    }));
+    return this.#router.transports
+      .flatMap((transport) => transport.pool.slots)
+      .map((slot) => ({
+        address: slot.address,
+        connection: slot.index,
+        state: slot.state,
+        standby: slot.standby,
+      }));
   }
 
   get closed(): boolean {
@@ -287,7 +297,7 @@ export class LockClient implements AsyncDisposable {
    */
   #retrying(request: Request, untilMs: number | undefined, done: RetryCallback, owedAtClose = true): void {
     const retrying = new RetryingRequest(
-      this.#transport,
+      this.#router,
       this.#timers,
       request,
       this.#retryPolicy,
@@ -376,7 +386,7 @@ export class LockClient implements AsyncDisposable {
     this.#closed = true;
     for (const retrying of [...this.#background.toArray(), ...this.#extensions.toArray()])
       retrying.abandon(new ClientClosedError());
-    this.#transport.close();
+    this.#router.close();
     this.#timers.stop();
     this.#events.emit("close", {});
   }

@@ -112,6 +112,15 @@ export class RetryingRequest implements ReplyHandler, Linked {
       }
       return;
     }
+    if (reply.kind === "S") {
+      this.#router.slotMoved?.(ticket, reply);
+      if (++this.#redirects > MAX_REDIRECTS) {
+        this.#end(new ProtocolError(`more than ${MAX_REDIRECTS} redirects for ${this.request.op}`));
+      } else {
+        this.#attempt(undefined);
+      }
+      return;
+    }
     if (reply.kind === "E") {
       if (!RETRYABLE_CODES.has(reply.code)) {
         this.#end(errorFromReply(reply));

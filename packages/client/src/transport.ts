@@ -1,4 +1,4 @@
-import type { Reply, Request } from "@lock/protocol";
+import type { Reply, Request, SlotRedirectReply } from "@lock/protocol";
 import { Connection, type ConnectionListener, type ReplyHandler, Ticket } from "./connection.js";
 import { NoServerError, ProtocolError } from "./errors.js";
 import type { Emitter } from "./events.js";
@@ -16,6 +16,8 @@ export interface Router {
   sendAlongside(ticket: Ticket, request: Request, handler: ReplyHandler): Ticket | undefined;
   withdraw(ticket: Ticket): boolean;
   redirected(ticket: Ticket, address: string): void;
+  /** `S`: another cluster serves the request's key; the next send of it goes there (SlotRouter). */
+  slotMoved?(ticket: Ticket, reply: SlotRedirectReply): void;
   served(ticket: Ticket): void;
   draining(ticket: Ticket): void;
   /**

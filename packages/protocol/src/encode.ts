@@ -1,18 +1,13 @@
 import { formatSafeInteger } from "./decimal.js";
 import { formatSeconds } from "./duration.js";
 import { addressText, idSuffix, keyText, nonceSuffix, peerHexText, secretText } from "./encode-fields.js";
-import {
-  isRequestOp,
-  isValidClusterName,
-  isValidInfoName,
-  isValidInfoValue,
-  toMessageText,
-} from "./fields.js";
+import { isRequestOp, isValidInfoName, isValidInfoValue, toMessageText } from "./fields.js";
 import { KEY_SLOTS } from "./key-slot.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import { formatLockMode, formatSlot } from "./lock-mode.js";
 import { ERROR_CODES, type Reply, type Request } from "./messages.js";
 import type { NodeRole, PeerFrame, SharedHold } from "./peer.js";
+import { isValidClusterName } from "./slot-map.js";
 import { formatToken, isValidEpoch, MAX_EPOCH } from "./token.js";
 
 /** The id field of a request or reply that must carry one. */

@@ -1,14 +1,7 @@
 import { type DecodeError, decodeError } from "./decode-error.js";
 import { fastReply } from "./fast-path.js";
 import { FieldReader, splitFields, unknownVerb, verbOf, withId } from "./field-reader.js";
-import {
-  isValidAddress,
-  isValidClusterName,
-  isValidInfoName,
-  isValidInfoValue,
-  isValidNonce,
-  toMessageText,
-} from "./fields.js";
+import { isValidAddress, isValidInfoName, isValidInfoValue, isValidNonce, toMessageText } from "./fields.js";
 import { KEY_SLOTS } from "./key-slot.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import {
@@ -28,7 +21,7 @@ import {
   type TryBusyReply,
   type TryGrantedReply,
 } from "./messages.js";
-import { SlotMap, SlotMapError } from "./slot-map.js";
+import { isValidClusterName, SlotMap, SlotMapError } from "./slot-map.js";
 import { parseToken } from "./token.js";
 
 /**

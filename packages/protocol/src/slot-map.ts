@@ -1,4 +1,4 @@
-import { isValidAddress, isValidClusterName, utf8ByteLength } from "./fields.js";
+import { isValidAddress } from "./address.js";
 import { KEY_SLOTS, keySlot } from "./key-slot.js";
 
 /**
@@ -21,6 +21,13 @@ export const MAX_SLOT_MAP_RANGES = 1_024;
 export const MAX_CLUSTER_ADDRESSES = 16;
 /** The longest map in a `K` reply (its fields joined), well inside the 64 KiB default line limit. */
 export const MAX_SLOT_MAP_BYTES = 32_768;
+
+const CLUSTER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** A cluster's name (`--cluster-name`): 1 to 64 of `A-Z a-z 0-9 . _ -`. */
+export function isValidClusterName(name: string): boolean {
+  return CLUSTER_NAME.test(name);
+}
 
 /** A slot map that breaks a rule (code `SLOT_MAP_INVALID`): the message says which. */
 export class SlotMapError extends Error {
@@ -90,7 +97,7 @@ export class SlotMap {
     }
     if (next !== KEY_SLOTS) throw new SlotMapError(`slots ${next}-${KEY_SLOTS - 1} belong to no cluster`);
     const map = new SlotMap(version, clusters, sorted);
-    const bytes = utf8ByteLength(map.toFields().join(" "));
+    const bytes = new TextEncoder().encode(map.toFields().join(" ")).length;
     if (bytes > MAX_SLOT_MAP_BYTES)
       throw new SlotMapError(`the map takes ${bytes} bytes in a K reply, over ${MAX_SLOT_MAP_BYTES}`);
     return map;
