@@ -47,6 +47,12 @@ describe("historyTable", () => {
     const older = { ...entry("aaaaaaaa", "2026-12-01T09:00:00.000Z", 2), figures: [] };
     const table = historyTable([older, entry("bbbbbbbb", "2026-12-02T09:00:00.000Z", 2)]);
     expect(table).toContain("| cycles_1024 | redis | 50,000/s (2.00×) |  |");
+    const nothing = entry("cccccccc", "2026-12-03T09:00:00.000Z", 2);
+    const measuredNothing = {
+      ...nothing,
+      figures: [{ system: "etcd", figure: "cycles_1024", unit: "/s", value: 0, ratio: null }],
+    };
+    expect(historyTable([measuredNothing])).toContain("| cycles_1024 | etcd | 0/s (n/a) |");
     expect(historyTable([])).toMatch(/^No figures recorded yet/);
   });
 });

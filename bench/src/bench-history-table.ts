@@ -47,9 +47,9 @@ export function historyTable(history: readonly HistoryEntry[], runs = 5): string
     const cells = shown.map((entry) => {
       const record = entry.figures.find((found) => found.figure === figure && found.system === system);
       if (record === undefined) return "";
-      return record.ratio === null
-        ? recordValue(record)
-        : `${recordValue(record)} (${record.ratio.toFixed(2)}×)`;
+      if (record.system === "lockd") return recordValue(record);
+      // No ratio beside another system: one side measured nothing (0/s, no samples).
+      return `${recordValue(record)} (${record.ratio === null ? "n/a" : `${record.ratio.toFixed(2)}×`})`;
     });
     lines.push(`| ${figure} | ${system} | ${cells.join(" | ")} |`);
   }

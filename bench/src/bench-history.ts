@@ -27,6 +27,8 @@ export interface HistoryEntry {
   readonly load: { readonly start: readonly number[]; readonly end: readonly number[] };
   /** Which CPUs ran what, per kind of figure. */
   readonly pinning: Readonly<Record<string, string>>;
+  /** How each system's load connected (connections, pools, sessions). */
+  readonly setup?: Readonly<Record<string, string>>;
   readonly durationMs: number;
   readonly rounds: number;
   readonly figures: readonly FigureRecord[];
