@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
+import { type Servers, startServers } from "./bench-all-servers.js";
 import {
   dropWarning,
   type FigureRecord,
@@ -11,13 +12,11 @@ import {
   ratioDrops,
 } from "./bench-history.js";
 import { type ContendLoad, type CycleLoad, runContendLoad, runCycleLoad } from "./client-load.js";
-import { startEtcd } from "./etcd-server.js";
 import { FIGURES, figureSpec, formatValue, type RoundValues, summarizeFigure } from "./headline-figures.js";
 import { LOCK_SYSTEMS, type LockSystem } from "./lockers/locker.js";
 import type { LockerTarget } from "./lockers/open.js";
-import { startPostgres } from "./postgres-server.js";
 import { loadLine, printRow } from "./report.js";
-import { REPO_ROOT, startLockd, startRedis } from "./spawn.js";
+import { REPO_ROOT } from "./spawn.js";
 
 /**
  * The headline figures side by side in one run, appended with the commit to bench/history.jsonl:
@@ -62,62 +61,6 @@ function selectedSystems(list: string | undefined): LockSystem[] {
   return LOCK_SYSTEMS.filter((system) => system === "lockd" || named.includes(system));
 }
 
-/** Where each system's server listens for this run. */
-interface Servers {
-  readonly ports: Partial<Record<LockSystem, number>>;
-  readonly postgresUrl?: string;
-  readonly descriptions: Record<string, string>;
-  afterRun(system: LockSystem): Promise<void>;
-  stop(): Promise<void>;
-}
-
-async function startServers(): Promise<Servers> {
-  const stops: (() => unknown)[] = [];
-  const ports: Partial<Record<LockSystem, number>> = {};
-  const descriptions: Record<string, string> = {};
-  let postgresUrl: string | undefined;
-  let compactEtcd = async () => {};
-  try {
-    const lockd = await startLockd(SERVER_CPU);
-    stops.push(() => lockd.stop());
-    ports.lockd = lockd.port;
-    descriptions.lockd = `lockd (cpu ${SERVER_CPU})`;
-    if (systems.includes("redis")) {
-      const redis = await startRedis(SERVER_CPU);
-      stops.push(() => redis.stop());
-      ports.redis = redis.port;
-      descriptions.redis = `a dedicated redis-server (cpu ${SERVER_CPU}, no persistence)`;
-    }
-    if (systems.includes("postgres")) {
-      const postgres = await startPostgres(SERVER_CPU);
-      stops.push(() => postgres.stop());
-      postgresUrl = postgres.url;
-      descriptions.postgres = postgres.description;
-    }
-    if (systems.includes("etcd")) {
-      const etcd = await startEtcd(SERVER_CPU);
-      stops.push(() => etcd.stop());
-      ports.etcd = etcd.port;
-      descriptions.etcd = etcd.description;
-      compactEtcd = () => etcd.compact();
-    }
-  } catch (error) {
-    for (const stop of stops.reverse()) await stop();
-    throw error;
-  }
-  return {
-    ports,
-    ...(postgresUrl === undefined ? {} : { postgresUrl }),
-    descriptions,
-    afterRun: async (system) => {
-      if (system === "etcd") await compactEtcd();
-    },
-    stop: async () => {
-      for (const stop of stops.reverse()) await stop();
-    },
-  };
-}
-
 /**
  * How each system's load process connects, for `inflight` loops (cycles) or contenders (contend):
  * the connection counts are part of what is compared, so they are printed and recorded.
@@ -149,14 +92,12 @@ const SETUP = {
 /** One kind of run: its figures, who runs it, and where the load process runs. */
 interface Scenario {
   readonly name: string;
-  readonly loadCpu: string;
   readonly systems: readonly LockSystem[];
   run(servers: Servers, system: LockSystem): Promise<Record<string, number>>;
 }
 
 const cycles = (inflight: number, id: string): Scenario => ({
   name: `${inflight} in flight`,
-  loadCpu: LOAD_CPU,
   systems,
   run: async (servers, system) => {
     const load: CycleLoad = await runCycleLoad(LOAD_CPU, {
@@ -173,7 +114,6 @@ const SCENARIOS: readonly Scenario[] = [
   cycles(64, "cycles_64"),
   {
     name: "sequential",
-    loadCpu: SERVER_CPU,
     systems,
     run: async (servers, system) => {
       const load = await runCycleLoad(SERVER_CPU, {
@@ -186,7 +126,6 @@ const SCENARIOS: readonly Scenario[] = [
   },
   {
     name: `${CONTENDERS} contenders on one key`,
-    loadCpu: LOAD_CPU,
     // Redis's recipe does not wait: its contenders would have to poll, another benchmark (bench:modes).
     systems: systems.filter((system) => system !== "redis"),
     run: async (servers, system) => {
@@ -233,7 +172,7 @@ console.log(
 );
 for (const system of systems) console.log(`${system}: ${SETUP[system]}`);
 
-const servers = await startServers();
+const servers = await startServers(systems, SERVER_CPU);
 const values = new Map<string, RoundValues[]>(FIGURES.map((spec) => [spec.id, []]));
 /** Which systems each figure was measured for. */
 const producers = new Map<string, readonly LockSystem[]>();
