@@ -28,8 +28,33 @@ export interface ContendLoad {
 }
 
 /**
+ * Resolves `reached` once `tick()` has been called `count` times. The measurement starts after it:
+ * a slow system with many requests in flight (etcd at 1024: 1.7 s for a first cycle on a busy
+ * machine) would otherwise be measured while its loops are still starting.
+ */
+export class Countdown {
+  readonly reached: Promise<void>;
+  #left: number;
+  #resolve!: () => void;
+
+  constructor(count: number) {
+    this.#left = count;
+    this.reached = new Promise((resolve) => {
+      this.#resolve = resolve;
+    });
+    if (count <= 0) this.#resolve();
+  }
+
+  tick(): void {
+    if (this.#left > 0 && --this.#left === 0) this.#resolve();
+  }
+}
+
+/**
  * `inflight` loops, each repeating acquire(its own key) → release as fast as it can, the way an
- * application would; the library pipelines or pools them as it does.
+ * application would; the library pipelines or pools them as it does. The measurement starts after
+ * as many cycles as loops, after the usual warm-up. (Not every loop's first cycle: etcd at 1024 in
+ * flight finished most loops' first cycles within 3 s and the last ones after 25 s.)
  */
 export async function cycleLoad(locker: Locker, inflight: number, durationMs: number): Promise<CycleLoad> {
   const acquireLatencies: number[] = [];
@@ -37,6 +62,7 @@ export async function cycleLoad(locker: Locker, inflight: number, durationMs: nu
   let ops = 0;
   let measuring = false;
   let running = true;
+  const firstCycles = new Countdown(inflight);
   const loop = async (slot: number) => {
     const key = `bench:${slot}`;
     while (running) {
@@ -44,6 +70,7 @@ export async function cycleLoad(locker: Locker, inflight: number, durationMs: nu
       const held = await locker.acquire(key, slot);
       const acquired = performance.now();
       await held.release();
+      firstCycles.tick();
       if (measuring) {
         ops += 1;
         // Sampling every cycle at 1024 in flight would measure the array more than the library.
@@ -55,6 +82,7 @@ export async function cycleLoad(locker: Locker, inflight: number, durationMs: nu
     }
   };
   const loops = Array.from({ length: inflight }, (_, slot) => loop(slot));
+  await firstCycles.reached;
   const seconds = await measurementWindow(durationMs, (on) => {
     measuring = on;
   });
@@ -92,7 +120,8 @@ export class HandoffCounter {
 
 /**
  * `contenders` loops on one key, each repeating acquire → critical section (one event-loop turn) →
- * release, as fast as it can.
+ * release, as fast as it can. The measurement starts after as many grants as contenders (one round,
+ * if the system serves them in order), after the usual warm-up.
  */
 export async function contendLoad(
   locker: Locker,
@@ -103,12 +132,14 @@ export async function contendLoad(
   const grantsOf = Array.from({ length: contenders }, () => 0);
   const waits: number[] = [];
   const counter = new HandoffCounter();
+  const firstRound = new Countdown(contenders);
   let measuring = false;
   let running = true;
   const loop = async (contender: number) => {
     while (running) {
       const started = performance.now();
       const held = await locker.acquire(key, contender);
+      firstRound.tick();
       if (measuring) {
         waits.push(performance.now() - started);
         grantsOf[contender]! += 1;
@@ -119,6 +150,7 @@ export async function contendLoad(
     }
   };
   const loops = Array.from({ length: contenders }, (_, contender) => loop(contender));
+  await firstRound.reached;
   const seconds = await measurementWindow(durationMs, (on) => {
     measuring = on;
   });
