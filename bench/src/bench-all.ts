@@ -186,6 +186,7 @@ try {
         (_, index) => scenario.systems[(index + round) % scenario.systems.length]!,
       );
       for (const system of order) {
+        const runStarted = performance.now();
         const figures = await scenario.run(servers, system);
         await servers.afterRun(system);
         for (const [id, value] of Object.entries(figures)) {
@@ -195,6 +196,7 @@ try {
           ...Object.fromEntries(
             Object.entries(figures).map(([id, value]) => [id, formatValue(value, figureSpec(id)!.unit)]),
           ),
+          run_s: ((performance.now() - runStarted) / 1000).toFixed(1),
           load: loadLine(),
         });
       }
