@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { runCycleLoad } from "./client-load.js";
 import { lockdMemory, MEMORY_KEYS } from "./lockd-memory.js";
 import { loadLine, percentile, printRow } from "./report.js";
-import { BENCH_DIST, firstJsonLine, LOCKD_MAIN, runLoad, spawnPinned, startLockd } from "./spawn.js";
+import { LOCKD_MAIN, runLoad, startLockd } from "./spawn.js";
 
 /**
  * Exclusive locks, this build against another build (issue 22: lock modes must not slow down or
@@ -179,20 +180,11 @@ async function latency(): Promise<void> {
 async function viaClient(build: Build, serverCpu: string, clientCpu: string, inflight: number) {
   const served = await startLockd(serverCpu, [], build.main);
   try {
-    const worker = spawnPinned(clientCpu, [
-      join(BENCH_DIST, "client-load-worker.js"),
-      JSON.stringify({
-        target: "lockd",
-        port: served.port,
-        inflight,
-        durationMs: DURATION_MS,
-        clientModule: build.client,
-      }),
-    ]);
-    return await firstJsonLine<{ ops: number; seconds: number; cycleP50: number }>(
-      worker,
-      (value) => typeof value.ops === "number",
-    );
+    return await runCycleLoad(clientCpu, {
+      target: { system: "lockd", port: served.port, connections: 1, clientModule: build.client },
+      inflight,
+      durationMs: DURATION_MS,
+    });
   } finally {
     served.stop();
   }

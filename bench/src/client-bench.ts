@@ -1,12 +1,12 @@
-import { join } from "node:path";
+import { type CycleLoad, runCycleLoad } from "./client-load.js";
 import { percentile, printRow } from "./report.js";
-import { BENCH_DIST, firstJsonLine, runLoad, spawnPinned, startLockd, startRedis } from "./spawn.js";
+import { runLoad, startLockd, startRedis } from "./spawn.js";
 
 /**
  * @lock/client against the baseline a Node user would otherwise pick: ioredis against Redis, with the
  * usual lock recipe (`SET key value NX PX lease` to acquire, a compare-and-delete Lua script to
  * release). Same run, same machine, both servers pinned alike; the client load runs in its own pinned
- * process (bench/src/client-load-worker.ts).
+ * process (bench/src/client-load-worker.ts, through client-load.ts).
  *
  *   pnpm exec tsc -b && node bench/dist/client-bench.js [throughput|latency]
  *
@@ -21,16 +21,6 @@ const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 2000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const THROUGHPUT_TARGET = 2;
 
-interface ClientLoad {
-  ops: number;
-  seconds: number;
-  acquireP50: number;
-  acquireP99: number;
-  cycleP50: number;
-  cycleP99: number;
-  samples: number;
-}
-
 type Target = "lockd" | "redis";
 
 async function run(
@@ -38,14 +28,14 @@ async function run(
   serverCpu: string,
   clientCpu: string,
   inflight: number,
-): Promise<ClientLoad> {
+): Promise<CycleLoad> {
   const served = target === "lockd" ? await startLockd(serverCpu) : await startRedis(serverCpu);
   try {
-    const worker = spawnPinned(clientCpu, [
-      join(BENCH_DIST, "client-load-worker.js"),
-      JSON.stringify({ target, port: served.port, inflight, durationMs: DURATION_MS }),
-    ]);
-    return await firstJsonLine<ClientLoad>(worker, (value) => typeof value.ops === "number");
+    return await runCycleLoad(clientCpu, {
+      target: { system: target, port: served.port, connections: 1 },
+      inflight,
+      durationMs: DURATION_MS,
+    });
   } finally {
     served.stop();
   }
@@ -56,18 +46,18 @@ async function measure(
   serverCpu: string,
   clientCpu: string,
   inflight: number,
-): Promise<Record<Target, ClientLoad>> {
-  const runs: Record<Target, ClientLoad[]> = { lockd: [], redis: [] };
+): Promise<Record<Target, CycleLoad>> {
+  const runs: Record<Target, CycleLoad[]> = { lockd: [], redis: [] };
   for (let round = 0; round < ROUNDS; round++) {
     for (const target of ["lockd", "redis"] as const)
       runs[target].push(await run(target, serverCpu, clientCpu, inflight));
   }
-  const median = (loads: ClientLoad[], field: keyof ClientLoad) =>
+  const median = (loads: CycleLoad[], field: keyof CycleLoad) =>
     percentile(
       loads.map((load) => (field === "ops" ? load.ops / load.seconds : load[field])).sort((a, b) => a - b),
       50,
     );
-  const summarize = (loads: ClientLoad[]): ClientLoad => ({
+  const summarize = (loads: CycleLoad[]): CycleLoad => ({
     ops: median(loads, "ops"),
     seconds: 1,
     acquireP50: median(loads, "acquireP50"),
