@@ -6,12 +6,14 @@ import type { Server as TlsServer } from "node:tls";
 import { CoordinatorUrlError, openCoordinationStore } from "@lock/coordinator";
 import { formatAddress } from "@lock/protocol";
 import {
+  ClusterActives,
   type CoordinationOptions,
   DEFAULT_OWNERSHIP_MARGIN_MS,
   EpochStoreError,
   followSlotMap,
   LockServer,
   type LockServerOptions,
+  monotonicClock,
   ownershipHolder,
   ReportLimiter,
   SlotGate,
@@ -60,7 +62,7 @@ async function main(): Promise<void> {
   warnOfWeakSpots(log, config);
   const events = clusterEvents(log, metrics, clusterLog, warnIfEpochAhead);
   const coordination = openCoordinator(config);
-  const slots = slotGate(config);
+  const slots = slotGate(config, coordination);
   const started = await LockServer.start({
     ...serverOptions(config, metrics, events, coordination),
     ...(slots ? { slots } : {}),
@@ -163,10 +165,15 @@ function openCoordinator(config: LockdConfig): CoordinationOptions | undefined {
 }
 
 /** With --slot-map: the gate that keeps this cluster to its slots (it waits for the store's map). */
-function slotGate(config: LockdConfig): SlotGate | undefined {
+function slotGate(config: LockdConfig, coordination: CoordinationOptions | undefined): SlotGate | undefined {
   const coordinator = config.coordinator;
-  if (coordinator?.slotMap === undefined) return undefined;
-  return new SlotGate(coordinator.clusterName, { awaitMap: true });
+  if (coordinator?.slotMap === undefined || coordination === undefined) return undefined;
+  // S replies name the other cluster's active, read from its ownership lease.
+  const actives = new ClusterActives(coordination.store, monotonicClock);
+  return new SlotGate(coordinator.clusterName, {
+    awaitMap: true,
+    activeOf: (cluster) => actives.activeOf(cluster),
+  });
 }
 
 function slotMapEvents(log: Log): SlotMapEvents {

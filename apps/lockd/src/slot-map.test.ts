@@ -82,16 +82,25 @@ describe("lockd --slot-map (several clusters over one key space)", () => {
     );
     expect(await c.request("A foo 30 0 r2")).toBe(`S A foo 12182 ${version} west 127.0.0.1:17101 r2`);
 
-    // An operator gives every slot to west: the node follows the store's new version.
     const store = openCoordinationStore(url);
     try {
+      // West's active (the holder of its ownership lease) is named once east has read the lease.
+      const lease = await store.acquireLease("west", "127.0.0.1:17102 0a1b2c3d", 30_000);
+      expect(lease.held).toBe(true);
+      await expect
+        .poll(() => c.request("A foo 30 0 r2"), { timeout: 10_000 })
+        .toBe(`S A foo 12182 ${version} west 127.0.0.1:17102 r2`);
+
+      // An operator gives every slot to west: the node follows the store's new version.
       const everyone = SlotMap.fromDocument(
         1n,
         JSON.stringify({ ...MAP, ranges: [{ from: 0, to: 16383, cluster: "west" }] }),
       );
       const next = await store.writeDocument(SLOT_MAP_DOCUMENT, everyone.toDocument(), version);
       expect(next).toBeGreaterThan(version);
-      await expect.poll(() => c.request("Y baz 30"), { timeout: 10_000 }).toMatch(/^S Y baz \d+ \d+ west /);
+      await expect
+        .poll(() => c.request("Y baz 30"), { timeout: 10_000 })
+        .toMatch(/^S Y baz \d+ \d+ west 127\.0\.0\.1:17102$/);
       expect(await c.request("K")).toBe(
         `K ${next} east=127.0.0.1:17001 west=127.0.0.1:17101,127.0.0.1:17102 0-16383:west`,
       );

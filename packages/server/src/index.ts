@@ -59,6 +59,7 @@ export { LockNode } from "./node.js";
 export type { ServerObserver } from "./observer.js";
 export { NO_OBSERVER } from "./observer.js";
 export { REPORT_INTERVAL_MS, ReportLimiter } from "./report-limiter.js";
+export { ClusterActives } from "./slots/cluster-actives.js";
 export { SlotGate } from "./slots/slot-gate.js";
 export { followSlotMap, SLOT_MAP_DOCUMENT, type SlotMapEvents } from "./slots/slot-map-follower.js";
 export { EpochFile } from "./store/epoch-file.js";
