@@ -136,6 +136,38 @@ describe("statusView", () => {
     expect(statusView(ONE_UP_ONE_DOWN).coordinator).toBeNull();
   });
 
+  it("shows the slot map the active serves by, its cluster's share and every range", () => {
+    const active = adminStatus("a:1", "active", null);
+    const slots = {
+      cluster: "east",
+      map: {
+        version: "7",
+        ranges: [
+          { from: 0, to: 99, cluster: "east", movingTo: "west" },
+          { from: 100, to: 8191, cluster: "east", movingTo: null },
+          { from: 8192, to: 16383, cluster: "west", movingTo: null },
+        ],
+      },
+    };
+    const target = (status: object) => [
+      {
+        lockAddress: "a:1",
+        adminAddress: "a:2",
+        info: info("a:1", "active"),
+        status: { status: { ...active.status, ...status } },
+      },
+    ];
+    const view = statusView(target({ slots }));
+    expect(view.slots).toBe(
+      "slots: map v7, cluster east serves 8192 of 16384: 0-99 east (moving to west), 100-8191 east, 8192-16383 west",
+    );
+    expect(formatStatus(view, true).split("\n")[1]).toBe(view.slots);
+    expect(statusView(target({ slots: { cluster: "east", map: null } })).slots).toBe(
+      "slots: cluster east, waiting for the slot map from the coordinator",
+    );
+    expect(statusView(ONE_UP_ONE_DOWN).slots).toBeNull();
+  });
+
   it("with no answer at all: no active, every row down", () => {
     const view = statusView([
       {

@@ -21,6 +21,17 @@ export interface AdminStatus {
   } | null;
   /** With `--coordinator` (lockd's `/status`; null without one, absent before it). */
   readonly coordinator?: CoordinatorStatus | null;
+  /** With `--slot-map` (lockd's `/status`; null without one, absent before it). */
+  readonly slots?: SlotsStatus | null;
+}
+
+/** A node's cluster and the slot map it serves by (apps/lockd/src/admin.ts). */
+export interface SlotsStatus {
+  readonly cluster: string;
+  readonly map: {
+    readonly version: string;
+    readonly ranges: ReadonlyArray<{ from: number; to: number; cluster: string; movingTo: string | null }>;
+  } | null;
 }
 
 /** The coordinator as one node's `/status` describes it (apps/lockd/src/admin.ts). */
@@ -81,6 +92,8 @@ export interface StatusView {
   readonly active: string | null;
   /** The coordinator line: the store, who holds the cluster's lease by it, the last epoch taken. */
   readonly coordinator: string | null;
+  /** The slot map line: its version, this cluster's share, every range (several clusters, one key space). */
+  readonly slots: string | null;
   readonly nodes: readonly NodeRow[];
   readonly notes: readonly string[];
 }
@@ -122,9 +135,30 @@ export function statusView(targets: readonly Target[]): StatusView {
   return {
     active: decision.active,
     coordinator: coordinatorLine(decision.active, statuses),
+    slots: slotsLine(decision.active, statuses),
     nodes,
     notes: [...decision.notes, ...epochAheadNotes(statuses)],
   };
+}
+
+/** What the active (else any node that answered) says of the slot map; null without one. */
+function slotsLine(active: string | null, statuses: ReadonlyMap<string, AdminStatus>): string | null {
+  const described =
+    (active === null ? undefined : statuses.get(active)?.slots) ??
+    [...statuses.values()].find((status) => status.slots)?.slots;
+  if (!described) return null;
+  const { cluster, map } = described;
+  if (map === null) return `slots: cluster ${cluster}, waiting for the slot map from the coordinator`;
+  const own = map.ranges
+    .filter((range) => range.cluster === cluster)
+    .reduce((sum, range) => sum + range.to - range.from + 1, 0);
+  const ranges = map.ranges
+    .map(
+      ({ from, to, cluster: owner, movingTo }) =>
+        `${from}-${to} ${owner}${movingTo ? ` (moving to ${movingTo})` : ""}`,
+    )
+    .join(", ");
+  return `slots: map v${map.version}, cluster ${cluster} serves ${own} of 16384: ${ranges}`;
 }
 
 /** What the active (else any node that answered) says of the coordinator; null without one. */
@@ -303,7 +337,8 @@ export function formatStatus(view: StatusView, withAdmin: boolean): string {
   const probed = view.nodes.filter((row) => row.lockAddress !== null || row.adminAddress !== null).length;
   const header =
     `active: ${view.active ?? "none"}    ${up} of ${probed} nodes answered` +
-    (view.coordinator ? `\n${view.coordinator}` : "");
+    (view.coordinator ? `\n${view.coordinator}` : "") +
+    (view.slots ? `\n${view.slots}` : "");
   const columns = ["NODE", "STATE", "ROLE", "EPOCH", "KEYS", "WAITERS", "CONNS", "UPTIME"];
   if (withAdmin) columns.push("LIVE", "LAG", "GRANTS/S");
   const rows = view.nodes.map((row) => {

@@ -69,8 +69,29 @@ function nodeStatusNow({ server, history, clusterLog, version }: AdminDeps) {
     cluster: server.cluster
       ? { peers: withFollowedEpochs(server.cluster.peerStatus()), ...server.cluster.counters }
       : null,
+    slots: slotsStatus(server),
     mostContended: node.mostContended(CONTENDED_SHOWN),
     recentChanges: clusterLog.recent(),
+  };
+}
+
+/**
+ * With `--slot-map`: this node's cluster, and the map in force (null until read from the store):
+ * its version, every cluster's addresses and the ranges, moving ones with their target.
+ */
+function slotsStatus(server: LockServer) {
+  const gate = server.slots;
+  if (!gate) return null;
+  const map = gate.map;
+  return {
+    cluster: gate.cluster,
+    map: map
+      ? {
+          version: map.version.toString(),
+          clusters: Object.fromEntries(map.clusters),
+          ranges: map.ranges.map((range) => ({ ...range, movingTo: range.movingTo ?? null })),
+        }
+      : null,
   };
 }
 

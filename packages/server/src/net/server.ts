@@ -116,6 +116,8 @@ export class LockServer {
   readonly node: LockNode;
   /** Set when this server is a cluster node. */
   readonly cluster: Cluster | undefined;
+  /** With a slot map (`slots` option): which keys this node's cluster serves. */
+  readonly slots: SlotGate | undefined;
   readonly limits: ServerLimits;
   readonly #server: Server;
   readonly #connections: Set<ClientConnection>;
@@ -129,7 +131,7 @@ export class LockServer {
   #idleSweep: NodeJS.Timeout | undefined;
 
   private constructor(
-    built: { node: LockNode; cluster?: Cluster | undefined },
+    built: { node: LockNode; cluster?: Cluster | undefined; slots?: SlotGate | undefined },
     server: Server,
     limits: ServerLimits,
     connections: Set<ClientConnection>,
@@ -138,6 +140,7 @@ export class LockServer {
     this.#peerTls = peerTls;
     this.node = built.node;
     this.cluster = built.cluster;
+    this.slots = built.slots;
     this.#connections = connections;
     this.#server = server;
     this.limits = limits;
@@ -180,7 +183,13 @@ export class LockServer {
       server.close();
       throw error;
     }
-    const lockServer = new LockServer(built, server, limits, connections, peerTls);
+    const lockServer = new LockServer(
+      { ...built, slots: options.slots },
+      server,
+      limits,
+      connections,
+      peerTls,
+    );
     lockServer.#accept(options);
     lockServer.cluster?.start();
     return lockServer;
@@ -249,7 +258,7 @@ export class LockServer {
       protocolLimits: { maxLineBytes: this.limits.maxLineBytes, maxKeyBytes: this.limits.maxKeyBytes },
       auth,
       version: options.version ?? "0.0.0",
-      ...(options.slots ? { slots: options.slots } : {}),
+      ...(this.slots ? { slots: this.slots } : {}),
       connectionCount: () => this.#connections.size,
       cluster: this.cluster,
       onAuthenticated: (connection) => this.#admission.settled(connection),
