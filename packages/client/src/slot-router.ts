@@ -124,7 +124,8 @@ export class SlotRouter implements Router {
 
   #carry(transport: Transport, send: (transport: Transport) => Ticket | undefined): Ticket | undefined {
     const ticket = send(transport);
-    if (ticket !== undefined) this.#carriedBy.set(ticket, transport);
+    // Tickets not found here are home's: a one-cluster client records nothing per request.
+    if (ticket !== undefined && transport !== this.home) this.#carriedBy.set(ticket, transport);
     return ticket;
   }
 
