@@ -288,7 +288,7 @@ function readSlotMap(sources: ConfigSources, clusterName: string): SlotMap | und
   if (setting === undefined || setting.text === "") return undefined;
   let text: string;
   try {
-    text = readFileSync(setting.text, "utf8");
+    text = sources.readFile(setting.text).toString("utf8");
   } catch (error) {
     throw new ConfigError(`${setting.origin}: cannot read ${setting.text}: ${(error as Error).message}`);
   }
