@@ -325,17 +325,17 @@ describe("the two-cluster example (deploy/kubernetes/multi-cluster/)", () => {
 
   it("gives each pod an environment lockd accepts: the coordinator, its cluster's name, the map from the ConfigMap's file", async () => {
     const { parseConfig } = await import(join(REPO_ROOT, "apps", "lockd", "dist", "config.js"));
-    const folder = mkdtempSync(join(tmpdir(), "lock-k8s-slot-map-"));
-    folders.push(folder);
-    // lockd reads the map's file itself (not through parseConfig's readFile): a real file, then.
-    const mapFile = join(folder, "slot-map.json");
-    writeFileSync(mapFile, slotMapText());
     const files: Record<string, Buffer> = {};
     for (const name of ["auth-token", "peer-token", "admin-token"])
       files[`/etc/lockd/tokens/${name}`] = Buffer.from(`${name}-${"x".repeat(32)}`);
+    // Where LOCKD_SLOT_MAP points: the ConfigMap's file, as the pod mounts it (checked above).
+    const mapFile = "/etc/lockd/slot-map/slot-map.json";
+    files[mapFile] = Buffer.from(slotMapText());
     const coordinator = "etcd://etcd-0.etcd.etcd.svc.cluster.local:2379/lockd";
-    const parse = (env: Record<string, string>) =>
-      parseConfig([], { ...env, LOCKD_SLOT_MAP: mapFile }, (path: string) => files[path]!).config;
+    const parse = (env: Record<string, string>) => {
+      expect(env.LOCKD_SLOT_MAP).toBe(mapFile);
+      return parseConfig([], env, (path: string) => files[path]!).config;
+    };
     for (const [name, manifests] of Object.entries(CLUSTERS)) {
       const set = kindIn(manifests, "StatefulSet");
       const container = set.spec.template.spec.containers[0];
