@@ -88,3 +88,40 @@ describe("SlotMap", () => {
     expect(() => SlotMap.of(1n, many, ranges)).toThrow(/bytes in a K reply/);
   });
 });
+
+describe("SlotMap moves", () => {
+  it("a move marks part of a range as moving, then gives it to the target; neighbours merge back", () => {
+    const map = SlotMap.of(3n, clusters, halves);
+    const begun = map.withMoveBegun(100, 199, "b", 4n);
+    expect(begun.version).toBe(4n);
+    expect(begun.ranges).toEqual([
+      { from: 0, to: 99, cluster: "a" },
+      { from: 100, to: 199, cluster: "a", movingTo: "b" },
+      { from: 200, to: 8191, cluster: "a" },
+      { from: 8192, to: 16383, cluster: "b" },
+    ]);
+    // Until the commit the source serves the span.
+    expect(begun.rangeOf(150).cluster).toBe("a");
+    const done = begun.withMoveCommitted(100, 199, 5n);
+    expect(done.rangeOf(150)).toEqual({ from: 100, to: 199, cluster: "b" });
+    // Moving the edge of a range next to the target's merges into the target's range.
+    const edge = map.withMoveBegun(8000, 8191, "b", 4n).withMoveCommitted(8000, 8191, 5n);
+    expect(edge.ranges).toEqual([
+      { from: 0, to: 7999, cluster: "a" },
+      { from: 8000, to: 16383, cluster: "b" },
+    ]);
+    // And back again (A→B→A).
+    const back = edge.withMoveBegun(8000, 8191, "a", 6n).withMoveCommitted(8000, 8191, 7n);
+    expect(back.ranges).toEqual(map.ranges);
+  });
+
+  it("refuses a move of slots already moving, already the target's, across ranges, or to an unknown cluster", () => {
+    const map = SlotMap.of(3n, clusters, halves);
+    expect(() => map.withMoveBegun(8100, 8300, "b", 4n)).toThrow(/span several ranges/);
+    expect(() => map.withMoveBegun(9000, 9100, "b", 4n)).toThrow(/b's already/);
+    expect(() => map.withMoveBegun(0, 10, "c", 4n)).toThrow(/unknown cluster c/);
+    expect(() => map.withMoveBegun(0, 10, "b", 4n).withMoveBegun(0, 10, "b", 5n)).toThrow(/already moving/);
+    expect(() => map.withMoveCommitted(0, 10, 4n)).toThrow(/not moving/);
+    expect(() => map.withMoveBegun(10, 5, "b", 4n)).toThrow(SlotMapError);
+  });
+});

@@ -114,6 +114,67 @@ export class SlotMap {
   }
 
   /**
+   * The map with slots `from`–`to` marked as moving to `target` (the next version: `version`): the
+   * first step of a move. Every slot of the span must belong to one cluster other than `target`,
+   * with no move under way; throws SlotMapError otherwise.
+   */
+  withMoveBegun(from: number, to: number, target: string, version: bigint): SlotMap {
+    const owner = this.#spanOwner(from, to);
+    if (owner.movingTo !== undefined) throw new SlotMapError(`slots ${from}-${to} are already moving`);
+    if (owner.cluster === target) throw new SlotMapError(`slots ${from}-${to} are ${target}'s already`);
+    if (!this.clusters.has(target)) throw new SlotMapError(`unknown cluster ${target}`);
+    return this.#withSpan(from, to, { cluster: owner.cluster, movingTo: target }, version);
+  }
+
+  /** The map with the move of `from`–`to` done: its target owns the span (the next version: `version`). */
+  withMoveCommitted(from: number, to: number, version: bigint): SlotMap {
+    const owner = this.#spanOwner(from, to);
+    if (owner.movingTo === undefined) throw new SlotMapError(`slots ${from}-${to} are not moving`);
+    return this.#withSpan(from, to, { cluster: owner.movingTo }, version);
+  }
+
+  /** The one range state every slot of `from`–`to` shares; throws if they differ. */
+  #spanOwner(from: number, to: number): { cluster: string; movingTo?: string | undefined } {
+    if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to >= KEY_SLOTS || from > to)
+      throw new SlotMapError(`bad range ${from}-${to}: slots are 0 to ${KEY_SLOTS - 1}, first ≤ last`);
+    const first = this.rangeOf(from);
+    if (this.rangeOf(to) !== first)
+      throw new SlotMapError(`slots ${from}-${to} span several ranges: move one range at a time`);
+    return first;
+  }
+
+  /** This map with `from`–`to` cut out of its range and given `state`, neighbours merged back. */
+  #withSpan(
+    from: number,
+    to: number,
+    state: { cluster: string; movingTo?: string },
+    version: bigint,
+  ): SlotMap {
+    const ranges: SlotRange[] = [];
+    const push = (range: SlotRange) => {
+      const last = ranges.at(-1);
+      if (
+        last &&
+        last.to + 1 === range.from &&
+        last.cluster === range.cluster &&
+        last.movingTo === range.movingTo
+      )
+        ranges[ranges.length - 1] = { ...last, to: range.to };
+      else ranges.push(range);
+    };
+    for (const range of this.ranges) {
+      if (range.to < from || range.from > to) {
+        push(range);
+        continue;
+      }
+      if (range.from < from) push({ ...range, to: from - 1 });
+      push({ from, to, ...state });
+      if (range.to > to) push({ ...range, from: to + 1 });
+    }
+    return SlotMap.of(version, this.clusters, ranges);
+  }
+
+  /**
    * The map as the fields of a `K` reply after the version: `<cluster>=<address>,...` for every
    * cluster, then `<from>-<to>:<cluster>` (or `:<cluster>><target>` while moving) for every range.
    */
