@@ -134,7 +134,7 @@ export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx
       throw new StaleTokenError(resource, token, current, code);
     }
     const batch = new CommandBatch(this.keyPrefix, set);
-    let result: T;
+    let result: T | undefined;
     try {
       result = body(batch as Tx);
       batch.seal();
@@ -143,9 +143,12 @@ export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx
       // Whether the body threw or the script refused: every reply promise settles with the reason.
       batch.seal();
       batch.reject(error);
+      // So does what the body returned when that is a promise of them (Promise.all of the replies):
+      // fence() rejects with the reason, and that promise must not become an unhandled rejection.
+      if (isThenable(result)) result.then(undefined, () => {});
       throw error;
     }
-    return await result;
+    return await (result as T);
   }
 
   async #runScript(
@@ -199,6 +202,10 @@ export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx
       `${command?.name} ${command?.key}: the key holds a ${String(rest[1])}; nothing was written`,
     );
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === "function";
 }
 
 /** The marks a fence key holds (fence.lua.ts): "34", "34,40" or ",40"; none for a missing key. */
