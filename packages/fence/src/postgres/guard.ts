@@ -48,6 +48,43 @@ export function writeGuard(open: string, table: string, resource: string, token:
 }
 
 /**
+ * writeGuard() for statements already sent behind it (the pipelined path of sqlStatements()): a
+ * refusal must abort the transaction, so that Postgres skips those statements (25P02) and COMMIT rolls
+ * back. So it refuses with an error instead of with zero rows: the update, with no WHERE, sets the
+ * token to the presented one if accepted and otherwise to a text that names the marks, cast to
+ * numeric, which fails (22P02) before anything is written. Plain SQL has no function that raises an
+ * error, and this needs none installed. The text depends on the row, so Postgres cannot evaluate it
+ * when planning (a constant would fail every call). A refusal is an ERROR line in the server's log.
+ */
+export function raisingWriteGuard(open: string, table: string, resource: string, token: bigint): string {
+  const t = token.toString();
+  const accepted = `(fence.token IS NULL OR fence.token <= ${t}) AND (fence.read_token IS NULL OR fence.read_token <= ${t})`;
+  const refusal = `('${REFUSAL_MARKER} ${t} (write mark ' || coalesce(fence.token::text, '') || ', read mark ' || coalesce(fence.read_token::text, '') || ')')::numeric`;
+  return (
+    `${open}; INSERT INTO ${table} AS fence (resource, token) VALUES (${quoteLiteral(resource)}, ${t}) ` +
+    `ON CONFLICT (resource) DO UPDATE SET token = CASE WHEN ${accepted} THEN excluded.token ELSE ${refusal} END, ` +
+    "read_token = NULL, updated_at = now()"
+  );
+}
+
+const REFUSAL_MARKER = "lock_fence refused token";
+// SQLSTATE invalid_text_representation, what the failed cast raises.
+const INVALID_TEXT_REPRESENTATION = "22P02";
+const REFUSAL = new RegExp(`${REFUSAL_MARKER} \\d+ \\(write mark (\\d*), read mark (\\d*)\\)`);
+
+/**
+ * The marks that refused a raisingWriteGuard(), read from its error; undefined for any other error.
+ * Every translation of the message quotes the text that failed to parse, so the marks are in it.
+ */
+export function raisedRefusal(error: unknown): FenceMarks | undefined {
+  if ((error as { code?: unknown } | null)?.code !== INVALID_TEXT_REPRESENTATION) return undefined;
+  const found = REFUSAL.exec(String((error as Error).message));
+  if (!found) return undefined;
+  const [, write, read] = found;
+  return { ...(write ? { write: BigInt(write) } : {}), ...(read ? { read: BigInt(read) } : {}) };
+}
+
+/**
  * Raises the read mark if asked, and selects the marks, locked: the last result. Not an INSERT first:
  * ON CONFLICT waits for any transaction that is changing the conflicting row, so reads would wait for
  * a raising read. Only when the row is missing does readGuardInsert() follow.

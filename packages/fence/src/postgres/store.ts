@@ -6,11 +6,21 @@ import { KeyedMutex } from "../keyed-mutex.js";
 import { assertResource } from "../resource.js";
 import { decideRead, decideWrite, type FenceDecision, type FenceMarks, type FenceRefusal } from "../rule.js";
 import type { FenceReadOptions, FenceWrite, ReadFenceStore } from "../store.js";
-import { MARKS_COLUMNS, type MarksRow, marksOf, readGuard, readGuardInsert, writeGuard } from "./guard.js";
+import {
+  MARKS_COLUMNS,
+  type MarksRow,
+  marksOf,
+  raisedRefusal,
+  raisingWriteGuard,
+  readGuard,
+  readGuardInsert,
+  writeGuard,
+} from "./guard.js";
 import type { Queryable } from "./queryable.js";
 import { DEFAULT_FENCE_TABLE } from "./schema.js";
 import { CALLER_TRANSACTION, type FenceScope, inTransactionBlock, OWN_TRANSACTION } from "./scope.js";
 import { quoteQualifiedName } from "./sql.js";
+import { type CheckedStatement, statementsOf } from "./statements-write.js";
 
 /** What a write receives: the connection with the fence transaction open on it. */
 export type PostgresFenceTx = ClientBase;
@@ -94,7 +104,12 @@ export class PostgresStore implements ReadFenceStore<PostgresFenceTx> {
     // Checked here, not only in fence(): the guard is SQL text, and a caller that passed a string
     // token straight to the store once ran `1); DROP TABLE ...` through it.
     const checked = checkFenceInput(resource, token, write);
-    return this.#run(resource, checked, write, "write", async (client, scope) => {
+    const connection = await this.#connect();
+    const statements = statementsOf(write);
+    if (statements && inPipelineMode(connection.client)) {
+      return (await this.#runPipelined(connection, resource, checked, statements)) as Awaited<T>;
+    }
+    return this.#run(connection, resource, checked, write, "write", async (client, scope) => {
       const guard = await sendGuard(client, writeGuard(scope.open, this.table, resource, checked));
       if (guard.rowCount === 1) return undefined;
       // The row is locked by our upsert, so this reads the marks that refused us.
@@ -113,7 +128,7 @@ export class PostgresStore implements ReadFenceStore<PostgresFenceTx> {
   ): Promise<Awaited<T>> {
     const checked = checkFenceInput(resource, token, read);
     const record = options?.record === true;
-    return this.#run(resource, checked, read, "read", async (client, scope) => {
+    return this.#run(await this.#connect(), resource, checked, read, "read", async (client, scope) => {
       let guard = await sendGuard(
         client,
         `${scope.open}; ${readGuard(this.table, resource, checked, record)}`,
@@ -145,17 +160,17 @@ export class PostgresStore implements ReadFenceStore<PostgresFenceTx> {
   }
 
   /**
-   * One fenced call: connect, open the scope with `guard` (which returns the refusal, if any), run the
-   * body, commit; roll back on any failure and give the connection back.
+   * One fenced call on `connection`: open the scope with `guard` (which returns the refusal, if any),
+   * run the body, commit; roll back on any failure and give the connection back.
    */
   async #run<T>(
+    { client, scope, release }: Connection,
     resource: string,
     token: bigint,
     body: FenceWrite<PostgresFenceTx, T>,
     use: "write" | "read",
     guard: (client: ClientBase, scope: FenceScope) => Promise<Refusal | undefined>,
   ): Promise<Awaited<T>> {
-    const { client, scope, release } = await this.#connect();
     let broken: Error | undefined;
     let rollbackDue = true;
     try {
@@ -185,6 +200,68 @@ export class PostgresStore implements ReadFenceStore<PostgresFenceTx> {
       release(broken);
     }
   }
+
+  /**
+   * The fast path of a sqlStatements() write, on a connection in pg's pipeline mode: the scope and its
+   * raising guard, the statements and the commit all go out at once, one round trip. Nothing of the
+   * caller's runs in between, so nothing needs the guard's answer first. A refusal is an error that
+   * aborts the transaction: Postgres skips the statements behind it (25P02, never executed) and the
+   * commit rolls back. A failing statement aborts it the same way and is rethrown unchanged.
+   */
+  async #runPipelined(
+    { client, scope, release }: Connection,
+    resource: string,
+    token: bigint,
+    statements: readonly CheckedStatement[],
+  ): Promise<QueryResult[]> {
+    // Each query() call puts its messages on the wire before the next one is made.
+    const guard = sendGuard(client, raisingWriteGuard(scope.open, this.table, resource, token));
+    const results = statements.map(({ text, values }) => client.query(text, values));
+    const outcomes = await Promise.allSettled([guard, ...results, scope.commit(client)]);
+    const commit = outcomes.pop() as PromiseSettledResult<boolean>;
+    let broken: Error | undefined;
+    try {
+      if (commit.status === "rejected") {
+        // The commit itself failed (a deferred constraint, a dropped connection): roll back as the
+        // general path does, and give up the connection if even that fails.
+        try {
+          await client.query(scope.rollback);
+        } catch (rollbackError) {
+          broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+        }
+      }
+      // The first query that failed, in the order they were sent: the guard's refusal, or the
+      // statement that aborted the transaction (those after it only say so, 25P02).
+      const failed = outcomes.find((outcome) => outcome.status === "rejected");
+      if (failed) throw this.#pipelineFailure(resource, token, failed.reason);
+      if (commit.status === "rejected") throw commit.reason;
+      if (!commit.value) {
+        throw new FenceError(
+          "FENCE_WRITE_FAILED",
+          `the fenced write of ${JSON.stringify(resource)} was rolled back at commit; nothing was written`,
+        );
+      }
+      return outcomes.slice(1).map((outcome) => (outcome as PromiseFulfilledResult<QueryResult>).value);
+    } finally {
+      release(broken);
+    }
+  }
+
+  /** What a failed pipelined call throws: StaleTokenError for the guard's refusal, else the error. */
+  #pipelineFailure(resource: string, token: bigint, failure: unknown): unknown {
+    const marks = raisedRefusal(failure);
+    if (!marks) return failure;
+    const { code, current } = refusal(decideWrite(marks, token)) ?? {
+      code: "FENCE_STALE_TOKEN",
+      current: 0n,
+    };
+    return new StaleTokenError(resource, token, current, code);
+  }
+}
+
+/** Whether pg sends this client's queries without waiting for earlier replies (`pipeline: true`). */
+function inPipelineMode(client: ClientBase): boolean {
+  return (client as { pipeline?: unknown }).pipeline === true;
 }
 
 type Refusal = Pick<FenceRefusal, "code" | "current">;
