@@ -6,8 +6,9 @@
  * connection in pg's pipeline mode the store can send the guard, the statements and COMMIT at once,
  * one round trip, without waiting to learn whether the token was accepted.
  *
- * Recognised by identity (a WeakMap of the functions made here), as redisCommands() is: a wrapper of
- * the caller's, or a second copy of the package, takes the general path, slower and just as safe.
+ * Recognised as redisCommands() writes are, by a property under a symbol this module does not export:
+ * a wrapper of the caller's, or a second copy of the package, takes the general path, slower and just
+ * as safe.
  */
 import type { ClientBase, QueryResult } from "pg";
 import { kindOf } from "../arguments.js";
@@ -26,7 +27,7 @@ export interface CheckedStatement {
 /** What sqlStatements() returns: a write whose result is every statement's pg result, in order. */
 export type SqlStatementsWrite = FenceWrite<ClientBase, Promise<QueryResult[]>>;
 
-const BUILT = new WeakMap<SqlStatementsWrite, readonly CheckedStatement[]>();
+const STATEMENTS = Symbol("the checked statements of a sqlStatements() write");
 
 /**
  * The write that runs `statements` in the fenced transaction, in order, and resolves with their
@@ -42,13 +43,14 @@ export function sqlStatements(...statements: SqlStatement[]): SqlStatementsWrite
     for (const { text, values } of checked) results.push(await tx.query(text, values));
     return results;
   };
-  BUILT.set(write, checked);
-  return write;
+  return Object.assign(write, { [STATEMENTS]: Object.freeze(checked) });
 }
 
 /** The checked statements of a write made by sqlStatements(), or undefined for any other write. */
 export function statementsOf(write: unknown): readonly CheckedStatement[] | undefined {
-  return typeof write === "function" ? BUILT.get(write as SqlStatementsWrite) : undefined;
+  return typeof write === "function"
+    ? (write as { [STATEMENTS]?: readonly CheckedStatement[] })[STATEMENTS]
+    : undefined;
 }
 
 function checkStatement(statement: SqlStatement): CheckedStatement {

@@ -91,7 +91,7 @@ export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx
     // "abc" once made every later fence() on the resource throw a SyntaxError.
     const checked = checkFenceInput(resource, token, write);
     const commands = commandsOf(write);
-    if (commands) return (await this.#runCommands(resource, checked, commands)) as Awaited<T>;
+    if (commands) return this.#runCommands(resource, checked, commands) as Promise<Awaited<T>>;
     return this.#run(resource, checked, write, WRITE_COMMANDS, (marks) => decideWrite(marks, checked), "0");
   }
 
@@ -172,11 +172,7 @@ export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx
    * The fast path, for a write made by redisCommands(): its commands are data, so no code of the
    * caller's runs whatever the token, and the script alone decides. One round trip.
    */
-  async #runCommands(
-    resource: string,
-    token: bigint,
-    commands: readonly CheckedCommand[],
-  ): Promise<unknown[]> {
+  #runCommands(resource: string, token: bigint, commands: readonly CheckedCommand[]): Promise<unknown[]> {
     for (const command of commands) assertNotFenceKey(WRITE_COMMANDS, command, this.keyPrefix);
     return this.#runScript(resource, token, commands, WRITE_COMMANDS, "0");
   }
