@@ -41,6 +41,8 @@ const { values: options } = parseArgs({
   },
 });
 const rounds = Number(options.rounds);
+if (!(rounds >= 5))
+  throw new Error("--rounds: at least 5, so that each ratio is a median of 5 or more rounds");
 const sliceMs = Number(options["slice-ms"]);
 const concurrency = Number(options.concurrency);
 

@@ -52,7 +52,8 @@ export function redisCommands(...commands: RedisCommand[]): RedisCommandsWrite {
   // same commands on tx and resolves with the same replies.
   const write: RedisCommandsWrite = (tx) =>
     Promise.all(checked.map(({ name, key, args }) => tx.call(name as RedisWriteCommand, key, ...args)));
-  return Object.assign(write, { [COMMANDS]: Object.freeze(checked) });
+  (write as { [COMMANDS]?: readonly CheckedCommand[] })[COMMANDS] = checked;
+  return write;
 }
 
 /** The checked commands of a write made by redisCommands(), or undefined for any other write. */

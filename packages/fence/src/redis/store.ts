@@ -214,22 +214,24 @@ export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx
             { cause: error },
           );
     }
-    const [outcome, ...rest] = reply as [number, ...unknown[]];
-    if (outcome === 1) return rest;
+    // {outcome, ...}: see fence.lua.ts.
+    const replies = reply as unknown[];
+    const outcome = replies[0];
+    if (outcome === 1) return replies.slice(1);
     if (outcome === 0) {
       throw new StaleTokenError(
         resource,
         token,
-        BigInt(String(rest[0])),
+        BigInt(String(replies[1])),
         write ? "FENCE_STALE_TOKEN" : "FENCE_STALE_READ",
       );
     }
     if (outcome === 3)
-      throw new StaleTokenError(resource, token, BigInt(String(rest[0])), "FENCE_NEWER_READ");
-    const command = commands[Number(rest[0]) - 1];
+      throw new StaleTokenError(resource, token, BigInt(String(replies[1])), "FENCE_NEWER_READ");
+    const command = commands[Number(replies[1]) - 1];
     throw new FenceError(
       "FENCE_BAD_WRITE",
-      `${command?.name} ${command?.key}: the key holds a ${String(rest[1])}; nothing was written`,
+      `${command?.name} ${command?.key}: the key holds a ${String(replies[2])}; nothing was written`,
     );
   }
 }
