@@ -100,15 +100,24 @@ async function main(): Promise<void> {
   }
 }
 
-/** Pins every thread of this process to `cpu`, as `taskset -c` would have at its start. */
+/**
+ * Pins every thread of this process to `cpu`, as `taskset -c` would have at its start. taskset walks
+ * the process's threads one by one and fails if one ends meanwhile (Node starts and ends a few at
+ * start-up), so a failure is tried again.
+ */
 function pinTo(cpu: string | undefined): void {
   if (cpu === undefined || cpu === "none") return;
-  try {
-    execFileSync("taskset", ["-a", "-cp", cpu, String(process.pid)], { stdio: "ignore" });
-    console.log(`pinned to cpu ${cpu}`);
-  } catch (error) {
-    console.log(`not pinned (taskset -a -cp ${cpu} failed: ${(error as Error).message})`);
+  let failure: unknown;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      execFileSync("taskset", ["-a", "-cp", cpu, String(process.pid)], { stdio: "ignore" });
+      console.log(`pinned to cpu ${cpu}`);
+      return;
+    } catch (error) {
+      failure = error;
+    }
   }
+  console.log(`not pinned (taskset -a -cp ${cpu} failed: ${(failure as Error).message})`);
 }
 
 async function postgresGroup(pool: pg.Pool, pipelined: pg.Pool, schema: string): Promise<Group> {
