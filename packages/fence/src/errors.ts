@@ -33,6 +33,11 @@ const STATUS_BY_CODE = {
   FENCE_BAD_WRITE: 500,
   /** Redis: a fenced read's batch was refused (not a read command, arity) or failed; nothing recorded. */
   FENCE_BAD_READ: 500,
+  /**
+   * Redis Cluster: the fence key and the keys a fenced call touches hash to more than one slot, so
+   * Redis refused the script before running it (CROSSSLOT). Nothing ran.
+   */
+  FENCE_CROSS_SLOT: 500,
   /** Postgres: the fence table predates the read rule (no read_token column): run createFenceTable(). */
   FENCE_TABLE_OUTDATED: 500,
   /**

@@ -34,17 +34,49 @@ export function marksOf(row: MarksRow | undefined): FenceMarks {
 }
 
 /**
- * Opens the scope and upserts the write mark: one result per statement, the guard's last, with one
- * row when the write is accepted (it then also cleared the read mark) and none when refused.
+ * How a write guard refuses a stale token: with zero rows, when nothing of the caller's has been sent
+ * yet (the store reads the result before calling the write), or with an error, when statements were
+ * sent behind it (the pipelined path of sqlStatements()): then the refusal must abort the transaction,
+ * so that Postgres skips those statements (25P02) and COMMIT rolls back.
  */
-export function writeGuard(open: string, table: string, resource: string, token: bigint): string {
-  const t = token.toString();
-  return (
-    `${open}; INSERT INTO ${table} AS fence (resource, token) VALUES (${quoteLiteral(resource)}, ${t}) ` +
-    "ON CONFLICT (resource) DO UPDATE SET token = excluded.token, read_token = NULL, updated_at = now() " +
-    `WHERE (fence.token IS NULL OR fence.token <= ${t}) AND (fence.read_token IS NULL OR fence.read_token <= ${t}) ` +
-    "RETURNING 1"
-  );
+export type WriteRefusal = "rows" | "error";
+
+/**
+ * The write guard's upsert, with `resource` and `token` given as SQL: literals, or $1 and $2 in a
+ * prepared statement (prepared-guard.ts). It returns one row when the token is accepted (the read
+ * mark is then cleared too).
+ *
+ * Refusing with an error: the update, with no WHERE, sets the token to the presented one if accepted
+ * and otherwise to a text that names the marks, cast to numeric, which fails (22P02) before anything is
+ * written. Plain SQL has no function that raises an error, and this needs none installed. The text
+ * depends on the row, so Postgres cannot evaluate it when planning (a constant would fail every call).
+ * Such a refusal is an ERROR line in the server's log.
+ */
+export function writeUpsert(table: string, resource: string, token: string, refusal: WriteRefusal): string {
+  const accepted = `(fence.token IS NULL OR fence.token <= ${token}) AND (fence.read_token IS NULL OR fence.read_token <= ${token})`;
+  const insert = `INSERT INTO ${table} AS fence (resource, token) VALUES (${resource}, ${token}) ON CONFLICT (resource) DO UPDATE SET`;
+  if (refusal === "rows") {
+    return `${insert} token = excluded.token, read_token = NULL, updated_at = now() WHERE ${accepted} RETURNING 1`;
+  }
+  const failing = `('${REFUSAL_MARKER} ' || ${token}::text || ' (write mark ' || coalesce(fence.token::text, '') || ', read mark ' || coalesce(fence.read_token::text, '') || ')')::numeric`;
+  return `${insert} token = CASE WHEN ${accepted} THEN excluded.token ELSE ${failing} END, read_token = NULL, updated_at = now() RETURNING 1`;
+}
+
+const REFUSAL_MARKER = "lock_fence refused token";
+// SQLSTATE invalid_text_representation, what the failed cast raises.
+const INVALID_TEXT_REPRESENTATION = "22P02";
+const REFUSAL = new RegExp(`${REFUSAL_MARKER} \\d+ \\(write mark (\\d*), read mark (\\d*)\\)`);
+
+/**
+ * The marks that refused a guard that refuses with an error, read from that error; undefined for any other error.
+ * Every translation of the message quotes the text that failed to parse, so the marks are in it.
+ */
+export function raisedRefusal(error: unknown): FenceMarks | undefined {
+  if ((error as { code?: unknown } | null)?.code !== INVALID_TEXT_REPRESENTATION) return undefined;
+  const found = REFUSAL.exec(String((error as Error).message));
+  if (!found) return undefined;
+  const [, write, read] = found;
+  return { ...(write ? { write: BigInt(write) } : {}), ...(read ? { read: BigInt(read) } : {}) };
 }
 
 /**

@@ -8,4 +8,5 @@ export {
   fenceTableSql,
 } from "./schema.js";
 export { quoteIdentifier, quoteQualifiedName } from "./sql.js";
+export { type SqlStatement, type SqlStatementsWrite, sqlStatements } from "./statements-write.js";
 export { type PostgresFenceTx, PostgresStore, type PostgresStoreOptions, postgresStore } from "./store.js";

@@ -1,4 +1,4 @@
-import type { ClientBase, Pool, PoolClient, QueryResult } from "pg";
+import type { ClientBase, Pool } from "pg";
 import { assertOptions, hasMethods } from "../arguments.js";
 import { FenceError, StaleTokenError } from "../errors.js";
 import { checkFenceInput } from "../fence-input.js";
@@ -6,11 +6,15 @@ import { KeyedMutex } from "../keyed-mutex.js";
 import { assertResource } from "../resource.js";
 import { decideRead, decideWrite, type FenceDecision, type FenceMarks, type FenceRefusal } from "../rule.js";
 import type { FenceReadOptions, FenceWrite, ReadFenceStore } from "../store.js";
-import { MARKS_COLUMNS, type MarksRow, marksOf, readGuard, readGuardInsert, writeGuard } from "./guard.js";
+import { type Connection, poolConnection, sharedConnection } from "./connection.js";
+import { MARKS_COLUMNS, type MarksRow, marksOf, readGuard, readGuardInsert } from "./guard.js";
+import { inPipelineMode, runPipelinedWrite } from "./pipelined-write.js";
 import type { Queryable } from "./queryable.js";
 import { DEFAULT_FENCE_TABLE } from "./schema.js";
-import { CALLER_TRANSACTION, type FenceScope, inTransactionBlock, OWN_TRANSACTION } from "./scope.js";
+import type { FenceScope } from "./scope.js";
+import { outdatedTable, sendGuard, sendWriteGuard } from "./send-guard.js";
 import { quoteQualifiedName } from "./sql.js";
+import { statementsOf } from "./statements-write.js";
 
 /** What a write receives: the connection with the fence transaction open on it. */
 export type PostgresFenceTx = ClientBase;
@@ -26,14 +30,6 @@ export interface PostgresStoreOptions {
   client?: ClientBase;
   /** The fence table, "name" or "schema.name" (created by createFenceTable). Default "lock_fence". */
   table?: string;
-}
-
-interface Connection {
-  client: ClientBase;
-  /** Our own transaction, or a savepoint in the one the caller has open on `client`. */
-  scope: FenceScope;
-  /** Give the connection back; `broken` asks the pool to discard it rather than reuse it. */
-  release(broken?: Error): void;
 }
 
 /**
@@ -94,8 +90,13 @@ export class PostgresStore implements ReadFenceStore<PostgresFenceTx> {
     // Checked here, not only in fence(): the guard is SQL text, and a caller that passed a string
     // token straight to the store once ran `1); DROP TABLE ...` through it.
     const checked = checkFenceInput(resource, token, write);
-    return this.#run(resource, checked, write, "write", async (client, scope) => {
-      const guard = await sendGuard(client, writeGuard(scope.open, this.table, resource, checked));
+    const connection = await this.#connect();
+    const statements = statementsOf(write);
+    if (statements && inPipelineMode(connection.client)) {
+      return (await runPipelinedWrite(connection, this.table, resource, checked, statements)) as Awaited<T>;
+    }
+    return this.#run(connection, resource, checked, write, "write", async (client, scope) => {
+      const guard = await sendWriteGuard(client, scope, this.table, resource, checked);
       if (guard.rowCount === 1) return undefined;
       // The row is locked by our upsert, so this reads the marks that refused us.
       const { rows } = await client.query(`SELECT ${MARKS_COLUMNS} FROM ${this.table} WHERE resource = $1`, [
@@ -113,7 +114,7 @@ export class PostgresStore implements ReadFenceStore<PostgresFenceTx> {
   ): Promise<Awaited<T>> {
     const checked = checkFenceInput(resource, token, read);
     const record = options?.record === true;
-    return this.#run(resource, checked, read, "read", async (client, scope) => {
+    return this.#run(await this.#connect(), resource, checked, read, "read", async (client, scope) => {
       let guard = await sendGuard(
         client,
         `${scope.open}; ${readGuard(this.table, resource, checked, record)}`,
@@ -145,17 +146,17 @@ export class PostgresStore implements ReadFenceStore<PostgresFenceTx> {
   }
 
   /**
-   * One fenced call: connect, open the scope with `guard` (which returns the refusal, if any), run the
-   * body, commit; roll back on any failure and give the connection back.
+   * One fenced call on `connection`: open the scope with `guard` (which returns the refusal, if any),
+   * run the body, commit; roll back on any failure and give the connection back.
    */
   async #run<T>(
+    { client, scope, release }: Connection,
     resource: string,
     token: bigint,
     body: FenceWrite<PostgresFenceTx, T>,
     use: "write" | "read",
     guard: (client: ClientBase, scope: FenceScope) => Promise<Refusal | undefined>,
   ): Promise<Awaited<T>> {
-    const { client, scope, release } = await this.#connect();
     let broken: Error | undefined;
     let rollbackDue = true;
     try {
@@ -193,56 +194,6 @@ function refusal(decision: FenceDecision): Refusal | undefined {
   return decision.accepted ? undefined : decision.refusal;
 }
 
-/** Sends a scope opening and guard as one simple query; returns the guard's (the last) result. */
-async function sendGuard(client: ClientBase, text: string): Promise<QueryResult<MarksRow>> {
-  const results = (await outdatedTable(() => client.query(text))) as unknown as QueryResult<MarksRow>[];
-  if (!Array.isArray(results)) {
-    // One result per statement is what a multi-statement query returns; anything else means a
-    // client that does not run them as one simple query, and the guard's outcome is unknown.
-    throw new FenceError("FENCE_BAD_OPTIONS", "the pg client did not return one result per statement");
-  }
-  return results.at(-1)!;
-}
-
-// SQLSTATEs of a fence table created before the read rule: no read_token column, token NOT NULL.
-const UNDEFINED_COLUMN = "42703";
-const NOT_NULL_VIOLATION = "23502";
-
-/** Runs `query`, turning the errors of a fence table from before the read rule into one that says so. */
-async function outdatedTable<R>(query: () => Promise<R>): Promise<R> {
-  try {
-    return await query();
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code !== UNDEFINED_COLUMN && code !== NOT_NULL_VIOLATION) throw error;
-    throw new FenceError(
-      "FENCE_TABLE_OUTDATED",
-      "the fence table predates the read rule (it has no nullable token and read_token columns): run " +
-        "createFenceTable() again, or the statements of sql/fence-table.sql, to bring it up to date",
-      { cause: error },
-    );
-  }
-}
-
 export function postgresStore(options: PostgresStoreOptions): PostgresStore {
   return new PostgresStore(options);
-}
-
-function poolConnection(client: PoolClient): Connection {
-  // Checked out by us, so no transaction of the caller's can be open on it.
-  return { client, scope: OWN_TRANSACTION, release: (broken) => client.release(broken) };
-}
-
-/** The caller's client, once it is our turn; the caller may have a transaction open on it. */
-async function sharedConnection(client: ClientBase, mutex: KeyedMutex): Promise<Connection> {
-  const release = await mutex.lock("");
-  try {
-    const scope = (await inTransactionBlock(client)) ? CALLER_TRANSACTION : OWN_TRANSACTION;
-    // Never "broken": the client is the caller's to end, not ours.
-    return { client, scope, release: () => release() };
-  } catch (error) {
-    // An aborted caller transaction fails the probe (25P02): passed on, the transaction left to them.
-    release();
-    throw error;
-  }
 }

@@ -1,5 +1,6 @@
 import { FenceError } from "../errors.js";
 import {
+  assertNotFenceKey,
   type CheckedCommand,
   type CommandSet,
   checkCommand,
@@ -62,9 +63,7 @@ export class CommandBatch implements RedisFenceTx, RedisFenceReadTx {
       );
     }
     const checked = checkCommand(this.#set, command, key, args);
-    if (key.startsWith(this.#reservedPrefix)) {
-      throw new FenceError(code, `${checked.name} ${key}: keys under the fence prefix are reserved`);
-    }
+    assertNotFenceKey(this.#set, checked, this.#reservedPrefix);
     const reply = new Promise<unknown>((resolve, reject) => this.#pending.push({ resolve, reject }));
     // Callers often ignore replies; a refused batch must not turn into an unhandled rejection.
     reply.catch(() => {});

@@ -162,3 +162,13 @@ export function checkCommand(
   }
   return { name, keyType: rule.keyType, key, args };
 }
+
+/** Refuses (the set's code) a command whose key is a fence key: under `fencePrefix`, the store's. */
+export function assertNotFenceKey(set: CommandSet, command: CheckedCommand, fencePrefix: string): void {
+  if (command.key.startsWith(fencePrefix)) {
+    throw new FenceError(
+      set.code,
+      `${command.name} ${command.key}: keys under the fence prefix are reserved`,
+    );
+  }
+}

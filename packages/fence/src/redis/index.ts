@@ -6,6 +6,7 @@ export {
   type RedisReadCommand,
   type RedisWriteCommand,
 } from "./commands.js";
+export { type RedisCommand, type RedisCommandsWrite, redisCommands } from "./commands-write.js";
 export { LuaScript, type RedisScriptClient } from "./script.js";
 export {
   DEFAULT_KEY_PREFIX,

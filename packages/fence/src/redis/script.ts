@@ -19,12 +19,11 @@ export class LuaScript {
     this.sha = createHash("sha1").update(source).digest("hex");
   }
 
-  async run(client: RedisScriptClient, keys: readonly string[], args: readonly RedisArg[]) {
-    try {
-      return await client.evalsha(this.sha, keys.length, ...keys, ...args);
-    } catch (error) {
+  run(client: RedisScriptClient, keys: readonly string[], args: readonly RedisArg[]): Promise<unknown> {
+    // A plain promise chain, not an async function: this runs once per fenced call, on its critical path.
+    return client.evalsha(this.sha, keys.length, ...keys, ...args).catch((error: unknown) => {
       if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
       return client.eval(this.source, keys.length, ...keys, ...args);
-    }
+    });
   }
 }

@@ -81,6 +81,26 @@ describe("RedisStore", () => {
     expect(await store.current(resource)).toBe(10n);
   });
 
+  it("settles a write's own promise of its replies when the script refuses it (no unhandled rejection)", async () => {
+    const { resource, data } = fresh("race-replies");
+    await fence(store, resource, 3n, () => undefined);
+    const racing = racingRedisClient(sandbox.client, "10");
+    const unhandled = vi.fn();
+    process.on("unhandledRejection", unhandled);
+    try {
+      const attempt = fence(new RedisStore({ client: racing, keyPrefix }), resource, 5n, (tx) =>
+        Promise.all([tx.call("SET", data, "written with 5"), tx.call("RPUSH", `${data}:log`, "5")]),
+      );
+      await expect(attempt).rejects.toMatchObject({ code: "FENCE_STALE_TOKEN", currentToken: 10n });
+      // An unhandled rejection is reported once the microtasks after it have run.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", unhandled);
+    }
+    expect(unhandled).not.toHaveBeenCalled();
+    expect(await sandbox.client.exists(data, `${data}:log`)).toBe(0);
+  });
+
   it("refuses a batch that would hit a key of the wrong type, writing nothing", async () => {
     const { resource, data } = fresh("wrongtype");
     await sandbox.client.set(`${data}:string`, "text");

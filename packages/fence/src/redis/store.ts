@@ -6,7 +6,15 @@ import { assertResource } from "../resource.js";
 import { decideRead, decideWrite, type FenceDecision, type FenceMarks } from "../rule.js";
 import type { FenceReadOptions, FenceWrite, ReadFenceStore } from "../store.js";
 import { CommandBatch, type RedisFenceReadTx, type RedisFenceTx } from "./batch.js";
-import { type CommandSet, READ_COMMANDS, type RedisArg, WRITE_COMMANDS } from "./commands.js";
+import {
+  assertNotFenceKey,
+  type CheckedCommand,
+  type CommandSet,
+  READ_COMMANDS,
+  type RedisArg,
+  WRITE_COMMANDS,
+} from "./commands.js";
+import { commandsOf } from "./commands-write.js";
 import { FENCE_LUA, FENCE_READ_LUA } from "./fence.lua.js";
 import { LuaScript, type RedisScriptClient } from "./script.js";
 
@@ -28,28 +36,35 @@ const FENCE_READ_SCRIPT = new LuaScript(FENCE_READ_LUA);
 
 /**
  * Fences writes in Redis with one Lua script: the token check, the batched commands and the token
- * advance run as one atomic step, so no other client's command can come between them.
+ * advance run as one atomic step, so no other client's command can come between them. What comes
+ * before the script depends on the write:
  *
- * Before that, one GET of the fence key: a token that is already stale is refused there, and the write
- * is never called. The GET is only a pre-check; the script decides. A newer token recorded between the
- * GET and the script (another holder's fence() in that gap) means the write was called and queued its
- * commands, and the script then refuses the batch: none of it runs, fence() rejects with
- * StaleTokenError. Redis cannot run the JavaScript write inside its atomic step, so a write should only
- * queue commands; any other side effect of it can still happen for a token that loses that race.
+ * - A write made by redisCommands() (commands as data): nothing. The script is the only command, one
+ *   round trip. No code of the caller's runs, so a stale token has nothing to run but the script,
+ *   which refuses it.
+ * - Any other write (a function that queues commands on the RedisFenceTx): first one GET of the fence
+ *   key, so that a token already stale is refused there and the function is never called. The GET is
+ *   only a pre-check; the script decides. A newer token recorded between the GET and the script
+ *   (another holder's fence() in that gap) means the function was called and queued its commands, and
+ *   the script then refuses the batch: none of it runs, fence() rejects with StaleTokenError. Redis
+ *   cannot run JavaScript inside its atomic step, so the function should only queue commands; any
+ *   other side effect of it can still happen for a token that loses that race. Two round trips.
  *
- * The write queues commands on the RedisFenceTx (see RedisFenceTx.call and commands.ts for the allowed
- * set) synchronously; they run when the write returns, so async writes are refused. The one caveat Redis
- * leaves: a command that fails while the script runs (INCR on a non-numeric string, out of memory)
- * aborts the script but does not undo the commands before it. The token is written last and so is not
- * advanced; fence() rejects with FENCE_WRITE_FAILED. Keep batches to commands that cannot fail that way.
+ * The function queues commands on the RedisFenceTx (see RedisFenceTx.call and commands.ts for the
+ * allowed set) synchronously; they run when it returns, so async writes are refused. The one caveat
+ * Redis leaves: a command that fails while the script runs (INCR on a non-numeric string, out of
+ * memory) aborts the script but does not undo the commands before it. The token is written last and
+ * so is not advanced; fence() rejects with FENCE_WRITE_FAILED. Keep batches to commands that cannot
+ * fail that way.
  *
- * fenceRead() works the same way with read commands (RedisFenceReadTx): the GET pre-check, then one
- * script that checks the write mark, runs the reads and, with `record`, raises the read mark, so no
- * write can come between the check and the reads. Both marks live in the fence key's value
+ * fenceRead() works like the general path with read commands (RedisFenceReadTx): the GET pre-check,
+ * then one script that checks the write mark, runs the reads and, with `record`, raises the read mark,
+ * so no write can come between the check and the reads. Both marks live in the fence key's value
  * (fence.lua.ts), so a read needs no other key.
  *
  * With Redis Cluster, the fence key and all written (or read) keys must share a hash slot: use hash
- * tags, e.g. resource "{order:42}" and keys "{order:42}:status".
+ * tags, e.g. resource "{order:42}" and keys "{order:42}:status". Redis refuses a script whose keys
+ * span slots before running it; fence() then rejects with FENCE_CROSS_SLOT.
  */
 export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx> {
   readonly keyPrefix: string;
@@ -75,6 +90,8 @@ export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx
     // Checked here, not only in fence(): the script stores ARGV[1] as the token, and an unchecked
     // "abc" once made every later fence() on the resource throw a SyntaxError.
     const checked = checkFenceInput(resource, token, write);
+    const commands = commandsOf(write);
+    if (commands) return this.#runCommands(resource, checked, commands) as Promise<Awaited<T>>;
     return this.#run(resource, checked, write, WRITE_COMMANDS, (marks) => decideWrite(marks, checked), "0");
   }
 
@@ -134,40 +151,56 @@ export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx
       throw new StaleTokenError(resource, token, current, code);
     }
     const batch = new CommandBatch(this.keyPrefix, set);
-    let result: T;
+    let result: T | undefined;
     try {
       result = body(batch as Tx);
       batch.seal();
-      batch.resolve(await this.#runScript(resource, token, batch, set, flag));
+      batch.resolve(await this.#runScript(resource, token, batch.commands, set, flag));
     } catch (error) {
       // Whether the body threw or the script refused: every reply promise settles with the reason.
       batch.seal();
       batch.reject(error);
+      // So does what the body returned when that is a promise of them (Promise.all of the replies):
+      // fence() rejects with the reason, and that promise must not become an unhandled rejection.
+      if (isThenable(result)) result.then(undefined, () => {});
       throw error;
     }
-    return await result;
+    return await (result as T);
+  }
+
+  /**
+   * The fast path, for a write made by redisCommands(): its commands are data, so no code of the
+   * caller's runs whatever the token, and the script alone decides. One round trip.
+   */
+  #runCommands(resource: string, token: bigint, commands: readonly CheckedCommand[]): Promise<unknown[]> {
+    for (const command of commands) assertNotFenceKey(WRITE_COMMANDS, command, this.keyPrefix);
+    return this.#runScript(resource, token, commands, WRITE_COMMANDS, "0");
   }
 
   async #runScript(
     resource: string,
     token: bigint,
-    batch: CommandBatch,
+    commands: readonly CheckedCommand[],
     set: CommandSet,
     flag: "0" | "1",
   ): Promise<unknown[]> {
-    const keys = [this.keyPrefix + resource, ...batch.commands.map((command) => command.key)];
-    const args: RedisArg[] = [token.toString(), flag, batch.commands.length];
-    for (const command of batch.commands)
+    const keys = [this.keyPrefix + resource];
+    const args: RedisArg[] = [token.toString(), flag, commands.length];
+    for (const command of commands) {
+      keys.push(command.key);
       args.push(command.name, command.keyType, command.args.length, ...command.args);
+    }
     const write = set === WRITE_COMMANDS;
 
     let reply: unknown;
     try {
       reply = await (write ? FENCE_SCRIPT : FENCE_READ_SCRIPT).run(this.#client, keys, args);
     } catch (error) {
-      // A reply error means the script started and a command failed in it. Anything else (a dropped
-      // connection, a timeout) leaves the outcome unknown and is passed on unchanged.
+      // A reply error means the script started and a command failed in it, or that Redis refused to
+      // start it. Anything else (a dropped connection, a timeout) leaves the outcome unknown and is
+      // passed on unchanged.
       if (!(error instanceof Error) || error.name !== "ReplyError") throw error;
+      if (error.message.startsWith("CROSSSLOT")) throw crossSlot(resource, keys, error);
       throw write
         ? new FenceError(
             "FENCE_WRITE_FAILED",
@@ -181,24 +214,44 @@ export class RedisStore implements ReadFenceStore<RedisFenceTx, RedisFenceReadTx
             { cause: error },
           );
     }
-    const [outcome, ...rest] = reply as [number, ...unknown[]];
-    if (outcome === 1) return rest;
+    // {outcome, ...}: see fence.lua.ts.
+    const replies = reply as unknown[];
+    const outcome = replies[0];
+    if (outcome === 1) return replies.slice(1);
     if (outcome === 0) {
       throw new StaleTokenError(
         resource,
         token,
-        BigInt(String(rest[0])),
+        BigInt(String(replies[1])),
         write ? "FENCE_STALE_TOKEN" : "FENCE_STALE_READ",
       );
     }
     if (outcome === 3)
-      throw new StaleTokenError(resource, token, BigInt(String(rest[0])), "FENCE_NEWER_READ");
-    const command = batch.commands[Number(rest[0]) - 1];
+      throw new StaleTokenError(resource, token, BigInt(String(replies[1])), "FENCE_NEWER_READ");
+    const command = commands[Number(replies[1]) - 1];
     throw new FenceError(
       "FENCE_BAD_WRITE",
-      `${command?.name} ${command?.key}: the key holds a ${String(rest[1])}; nothing was written`,
+      `${command?.name} ${command?.key}: the key holds a ${String(replies[2])}; nothing was written`,
     );
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as PromiseLike<unknown> | null)?.then === "function";
+}
+
+/**
+ * Redis Cluster refused the script before running it: its keys hash to more than one slot, and a
+ * script may only touch the keys of one. Nothing ran.
+ */
+function crossSlot(resource: string, keys: readonly string[], cause: Error): FenceError {
+  return new FenceError(
+    "FENCE_CROSS_SLOT",
+    `Redis Cluster refused the fenced call on ${JSON.stringify(resource)}: its fence key and the keys it ` +
+      `touches (${keys.map((key) => JSON.stringify(key)).join(", ")}) must share one hash slot. Give them ` +
+      'one hash tag, e.g. resource "{order:42}" and keys "{order:42}:status"; nothing ran',
+    { cause },
+  );
 }
 
 /** The marks a fence key holds (fence.lua.ts): "34", "34,40" or ",40"; none for a missing key. */
