@@ -71,6 +71,8 @@ export class Cluster {
       redirectPending: (address) => hooks.redirectPending(address),
       follow: (address) => this.#roles.follow(address),
       now: () => node.clock.now(),
+      timers: node.timers,
+      loadPacing: options.loadPacing,
     });
     const coordination = options.coordination;
     this.ownership = coordination
@@ -170,6 +172,11 @@ export class Cluster {
   /** The peer whose snapshot this standby's table holds (undefined on an active, or before one). */
   get replicaSource(): string | undefined {
     return this.#standby.source;
+  }
+
+  /** A standby loading an active's snapshot (a slice per turn): its table is not whole yet. */
+  get loadingSnapshot(): boolean {
+    return this.#standby.loading;
   }
 
   /** Grants this node applied from an active's stream while a standby (Replica.grantsApplied). */

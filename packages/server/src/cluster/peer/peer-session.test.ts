@@ -76,8 +76,8 @@ describe("PeerSession", () => {
         epoch: 5n,
         seq: 10,
         holders: [
-          { key: "a", token: TOKEN, remainingMs: 1000, id: "r1" },
-          { key: "b", token: TOKEN + 1n, remainingMs: 0, id: undefined },
+          { peer: "h", key: "a", token: TOKEN, remainingMs: 1000, id: "r1" },
+          { peer: "h", key: "b", token: TOKEN + 1n, remainingMs: 0 },
         ],
       },
       { peer: "G", seq: 11, key: "c", token: TOKEN + 2n, leaseMs: 30_000, id: "r3" },

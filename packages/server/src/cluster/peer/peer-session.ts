@@ -10,6 +10,8 @@ import {
   type ReplicatedFreeFrame,
   type ReplicatedGrantFrame,
   type ReplicatedSharedGrantFrame,
+  type SnapshotHolderFrame,
+  type SnapshotSharedHolderFrame,
   tokenSequence,
   WHOLE_KEY,
 } from "@lock/protocol";
@@ -26,19 +28,15 @@ export type SessionFrame =
   | NewEpochFrame
   | HandoffFrame;
 
-/** A whole snapshot (`!S`, every `!h`, `!s`), handed on only once it is complete and consistent. */
+/**
+ * A whole snapshot (`!S`, every `!h`/`!q`, `!s`), handed on only once it is complete and consistent.
+ * Its holders are the frames as they came (no copy of each: at millions, that doubled what a
+ * snapshot allocates); whoever takes the snapshot owns the array (a load empties it as it goes).
+ */
 export interface Snapshot {
   readonly epoch: bigint;
   readonly seq: number;
-  readonly holders: ReadonlyArray<{
-    readonly key: string;
-    readonly token: bigint;
-    readonly remainingMs: number;
-    readonly id: string | undefined;
-    /** A shared holder's or permit's mode and slot (`!q`); absent for an exclusive holder (`!h`). */
-    readonly mode?: LockMode;
-    readonly slot?: number | undefined;
-  }>;
+  readonly holders: Array<SnapshotHolderFrame | SnapshotSharedHolderFrame>;
 }
 
 /** What a snapshot being received has seen of a key of shared holders or permits (`!q`). */
@@ -94,7 +92,7 @@ export class PeerSession {
     | {
         epoch: bigint;
         seq: number;
-        holders: Snapshot["holders"][number][];
+        holders: Snapshot["holders"];
         /** Keys of `!h` frames. */
         keys: Set<string>;
         /** Keys of `!q` frames. */
@@ -143,17 +141,12 @@ export class PeerSession {
       case "h": {
         const snapshot = this.#snapshot!;
         snapshot.keys.add(frame.key);
-        snapshot.holders.push({
-          key: frame.key,
-          token: frame.token,
-          remainingMs: frame.remainingMs,
-          id: frame.id,
-        });
+        snapshot.holders.push(frame);
         return;
       }
       case "q": {
         const snapshot = this.#snapshot!;
-        const { key, token, remainingMs, id, mode, slot } = frame;
+        const { key, token, mode, slot } = frame;
         let seen = snapshot.shared.get(key);
         if (seen === undefined) {
           seen = { mode, tokens: new Set(), slots: new Set() };
@@ -161,7 +154,7 @@ export class PeerSession {
         }
         seen.tokens.add(token);
         if (slot !== undefined) seen.slots.add(slot);
-        snapshot.holders.push({ key, token, remainingMs, id, mode, slot });
+        snapshot.holders.push(frame);
         return;
       }
       case "s": {
