@@ -61,8 +61,8 @@ export class Replica {
         holder.token,
         Math.max(0, holder.remainingMs - lateMs),
         holder.id,
-        holder.peer === "q" ? holder.mode : undefined,
-        holder.peer === "q" ? (holder.slot ?? -1) : -1,
+        holder.mode,
+        holder.slot ?? -1,
       ),
     apply: (change, lateMs) => this.#apply(change, lateMs),
   };
@@ -96,7 +96,7 @@ export class Replica {
    * Starts replacing the table with `from`'s snapshot (a load under way stops where it is) and
    * takes `from`'s changes from now on; `loaded` is called once the snapshot, and the changes that
    * came meanwhile, are in the table, and `from` is the source from then on. The snapshot's holders
-   * are the load's: it empties the array as it goes.
+   * are the load's: it takes them as it goes.
    */
   load(from: string, snapshot: Snapshot, loaded: () => void): void {
     this.#load?.run.cancel();

@@ -1,5 +1,5 @@
 import type { Timer, TimerQueue } from "@lock/deadline-heap";
-import type { SnapshotHolderFrame, SnapshotSharedHolderFrame } from "@lock/protocol";
+import type { ReceivedHolder, SnapshotHolders } from "./peer/snapshot-holders.js";
 
 /** How a standby spreads a snapshot's load over its event loop's turns. */
 export interface LoadPacing {
@@ -21,14 +21,11 @@ export interface LoadPacing {
  */
 export const DEFAULT_LOAD_PACING: LoadPacing = { perTurn: 8192, turnMs: 4, pauseMs: 0 };
 
-/** One holder of a snapshot, as its frame came (`!h`, or `!q` for a shared holder or permit). */
-export type SnapshotEntry = SnapshotHolderFrame | SnapshotSharedHolderFrame;
-
 /** What a load does to the table, a unit at a time (Replica). `lateMs`: how long ago it would have been done at once. */
 export interface LoadTarget<C> {
   /** Forgets up to `count` keys of the table it replaces; false once it is empty. */
   clearSome(count: number): boolean;
-  install(holder: SnapshotEntry, lateMs: number): void;
+  install(holder: ReceivedHolder, lateMs: number): void;
   apply(change: C, lateMs: number): void;
 }
 
@@ -52,16 +49,16 @@ export class SnapshotLoad<C> {
   /** When the snapshot was complete: its leases were measured then. */
   readonly #completeAt: number;
   #clearing = true;
-  #holders: Array<SnapshotEntry | undefined>;
+  #holders: SnapshotHolders | undefined;
   #nextHolder = 0;
   #queued: Array<{ readonly change: C; readonly at: number }> = [];
   #nextQueued = 0;
   #timer: Timer | undefined;
 
-  /** Starts at the next turn. `holders` is the load's from now on: it empties it as it goes. */
+  /** Starts at the next turn. `holders` are the load's from now on: it takes them as it goes. */
   constructor(
     target: LoadTarget<C>,
-    holders: SnapshotEntry[],
+    holders: SnapshotHolders,
     timers: TimerQueue,
     pacing: LoadPacing,
     done: () => void,
@@ -83,7 +80,7 @@ export class SnapshotLoad<C> {
   cancel(): void {
     this.#timer?.cancel();
     this.#timer = undefined;
-    this.#holders = [];
+    this.#holders = undefined;
     this.#queued = [];
   }
 
@@ -109,16 +106,13 @@ export class SnapshotLoad<C> {
     }
     const now = this.#timers.clock.now();
     const holders = this.#holders;
-    if (this.#nextHolder < holders.length) {
+    if (holders !== undefined) {
       const end = Math.min(holders.length, this.#nextHolder + count);
-      for (let i = this.#nextHolder; i < end; i++) {
-        this.#target.install(holders[i]!, now - this.#completeAt);
-        holders[i] = undefined;
-      }
+      for (let i = this.#nextHolder; i < end; i++)
+        this.#target.install(holders.take(i), now - this.#completeAt);
       this.#nextHolder = end;
       if (end < holders.length) return true;
-      this.#holders = [];
-      this.#nextHolder = 0;
+      this.#holders = undefined;
     } else {
       const queued = this.#queued;
       const end = Math.min(queued.length, this.#nextQueued + count);

@@ -10,12 +10,11 @@ import {
   type ReplicatedFreeFrame,
   type ReplicatedGrantFrame,
   type ReplicatedSharedGrantFrame,
-  type SnapshotHolderFrame,
-  type SnapshotSharedHolderFrame,
   tokenSequence,
   WHOLE_KEY,
 } from "@lock/protocol";
 import { TIMER_MAX_MS } from "../../limits.js";
+import { SnapshotHolders } from "./snapshot-holders.js";
 
 /** The frames a PeerSession hands on one at a time, once they passed its checks. */
 export type SessionFrame =
@@ -30,13 +29,12 @@ export type SessionFrame =
 
 /**
  * A whole snapshot (`!S`, every `!h`/`!q`, `!s`), handed on only once it is complete and consistent.
- * Its holders are the frames as they came (no copy of each: at millions, that doubled what a
- * snapshot allocates); whoever takes the snapshot owns the array (a load empties it as it goes).
+ * Whoever takes it owns its holders (a load lets go of each as it installs it).
  */
 export interface Snapshot {
   readonly epoch: bigint;
   readonly seq: number;
-  readonly holders: Array<SnapshotHolderFrame | SnapshotSharedHolderFrame>;
+  readonly holders: SnapshotHolders;
 }
 
 /** What a snapshot being received has seen of a key of shared holders or permits (`!q`). */
@@ -133,7 +131,7 @@ export class PeerSession {
         this.#snapshot = {
           epoch: frame.epoch,
           seq: frame.seq,
-          holders: [],
+          holders: new SnapshotHolders(),
           keys: new Set(),
           shared: new Map(),
         };
