@@ -143,6 +143,8 @@ export class Cluster {
       if (this.#node.role === "standby") this.#links.sendHeartbeat(this.#roles.handingOff);
       this.#links.closeAll();
       this.#reports.flush();
+      // A snapshot still being loaded is of no use to a node that leaves: no more turns spent on it.
+      this.#standby.detach();
       // A lease still held goes back now, so the next active need not wait for it to expire.
       if (this.ownership?.held) {
         this.#node.setRole("standby", undefined);

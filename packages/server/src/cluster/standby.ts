@@ -84,7 +84,7 @@ export class Standby {
     this.#sessions.set(session.peer, session);
   }
 
-  /** This node became the active: it follows no one, and a load under way stops where it is. */
+  /** This node became the active (or stops): it follows no one, and a load under way stops where it is. */
   detach(): void {
     this.#replica.detach();
     this.#loadEnded();
@@ -92,8 +92,9 @@ export class Standby {
 
   /**
    * A stream frame from `session`: applied (and acknowledged) only if it comes from the followed
-   * active and this node does not serve. Returns "handoff" for such a `!O`, which the caller takes
-   * (or refuses) and acknowledges; "ignored" for anything not from the followed active.
+   * active, or on the link whose snapshot is being loaded (then after it), and this node does not
+   * serve. Returns "handoff" for such a `!O` (not during a load), which the caller takes (or
+   * refuses) and acknowledges; "ignored" for anything else.
    */
   receive(
     session: PeerSession,
