@@ -336,7 +336,10 @@ export class SimNode implements Host {
   }
 
   runTimers(): void {
-    if (this.up && !this.stalled) this.timers?.runDue();
+    if (!this.up || this.stalled) return;
+    this.timers?.runDue();
+    // A snapshot's load ends in a timer: the node holds the whole snapshot from then on.
+    if (this.cluster?.replicaSource !== undefined) this.syncedSinceStart = true;
   }
 
   /** Active, not held, and with a coordinator holding a lease valid by its own clock. */
