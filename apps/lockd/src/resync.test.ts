@@ -24,9 +24,11 @@ const LOCKS = Number(process.env.LOCK_RESYNC_LOCKS ?? 1_000_000);
 /**
  * Node options for the three nodes, for a diagnostic run: with testkit's `LOCK_TEST_LOG_DIR`,
  * `LOCK_RESYNC_NODE_OPTIONS="--require $PWD/packages/testkit/loop-monitor.cjs"` logs every node's
- * event-loop blocks and GC pauses beside its role changes and peer losses.
+ * event-loop blocks and GC pauses beside its role changes and peer losses (blocks from
+ * `LOCK_LOOP_BLOCK_MS`, default 150, which is passed on to the nodes).
  */
 const NODE_OPTIONS = process.env.LOCK_RESYNC_NODE_OPTIONS;
+const LOOP_BLOCK_MS = process.env.LOCK_LOOP_BLOCK_MS;
 
 describe.skipIf(LOCKS === 0)(`resync of a restarted standby (${LOCKS} locks)`, () => {
   let cluster: LockdCluster | undefined;
@@ -45,7 +47,10 @@ describe.skipIf(LOCKS === 0)(`resync of a restarted standby (${LOCKS} locks)`, (
     const locks = LOCKS;
     cluster = await LockdCluster.start({
       nodes: 3,
-      env: NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS },
+      env: {
+        ...(NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS }),
+        ...(LOOP_BLOCK_MS === undefined ? {} : { LOCK_LOOP_BLOCK_MS: LOOP_BLOCK_MS }),
+      },
       // One connection takes every lock; a peer timeout of 1 s rides out a loaded CI machine.
       args: [
         "--heartbeat-interval",

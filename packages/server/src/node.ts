@@ -78,6 +78,7 @@ export type HolderTable = Pick<
   | "removeHolder"
   | "holder"
   | "clear"
+  | "clearSome"
   | "holders"
   | "keyHolders"
   | "maxHeldToken"

@@ -3,6 +3,7 @@ import type { CoordinationStore } from "../coordination/store.js";
 import type { LinkFactory } from "./link.js";
 import type { ClusterTiming } from "./membership.js";
 import type { PeerKey } from "./peer/peer-auth.js";
+import type { LoadPacing } from "./snapshot-load.js";
 
 /** The server-side operations a role change needs. */
 export interface ClusterServerHooks {
@@ -29,6 +30,8 @@ export interface ClusterOptions {
   readonly maxSnapshotHolders: number;
   /** With `--coordinator`: the store, and this node's name and lease there. Without: heartbeats alone. */
   readonly coordination?: CoordinationOptions;
+  /** @internal How a standby spreads a snapshot's load over turns: the simulator's, to reach its middle. */
+  readonly loadPacing?: LoadPacing;
 }
 
 export interface CoordinationOptions {

@@ -71,6 +71,8 @@ export class Cluster {
       redirectPending: (address) => hooks.redirectPending(address),
       follow: (address) => this.#roles.follow(address),
       now: () => node.clock.now(),
+      timers: node.timers,
+      loadPacing: options.loadPacing,
     });
     const coordination = options.coordination;
     this.ownership = coordination
@@ -141,6 +143,8 @@ export class Cluster {
       if (this.#node.role === "standby") this.#links.sendHeartbeat(this.#roles.handingOff);
       this.#links.closeAll();
       this.#reports.flush();
+      // A snapshot still being loaded is of no use to a node that leaves: no more turns spent on it.
+      this.#standby.detach();
       // A lease still held goes back now, so the next active need not wait for it to expire.
       if (this.ownership?.held) {
         this.#node.setRole("standby", undefined);
@@ -170,6 +174,11 @@ export class Cluster {
   /** The peer whose snapshot this standby's table holds (undefined on an active, or before one). */
   get replicaSource(): string | undefined {
     return this.#standby.source;
+  }
+
+  /** A standby loading an active's snapshot (a slice per turn): its table is not whole yet. */
+  get loadingSnapshot(): boolean {
+    return this.#standby.loading;
   }
 
   /** Grants this node applied from an active's stream while a standby (Replica.grantsApplied). */

@@ -20,7 +20,7 @@ import { type ReplicaLink, Replicator } from "./replicator.js";
 /**
  * Replication of every kind of holder, end to end through the real pieces: an active's engine
  * journals into a Replicator, whose lines are parsed and checked by a standby's PeerSession and
- * applied by its Replica to a second engine. Random schedules of acquires in every mode, releases,
+ * applied by its Replica to a second engine (snapshots loaded a holder per turn). Random schedules of acquires in every mode, releases,
  * extensions, lease expiries, a standby that falls behind (folded catch-up, window 3) and fresh
  * snapshots; whenever the standby has caught up, its table (keys, tokens, modes, slots, ids) is
  * the active's.
@@ -92,7 +92,9 @@ function runScenario(commands: Command[]): void {
     events: { granted: () => {}, timedOut: () => {} },
   });
   standby.deferDeadlines(true);
-  const replica = new Replica(standby);
+  // One holder a turn, each turn due at once: the changes delivered with a snapshot wait for its
+  // load (the next runDue) and apply after it.
+  const replica = new Replica(standby, timers, { perTurn: 1, turnMs: Number.POSITIVE_INFINITY, pauseMs: 0 });
   const session = active.openSession();
 
   const pending: string[] = [];
@@ -114,7 +116,7 @@ function runScenario(commands: Command[]): void {
         },
         applySnapshot: (_s, snapshot) => {
           applied = snapshot.seq;
-          replica.load(PEER, snapshot);
+          replica.load(PEER, snapshot, () => {});
         },
         isMember: () => true,
         violated: (_s, reason) => {

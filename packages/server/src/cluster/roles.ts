@@ -1,5 +1,5 @@
 import { tokenEpoch } from "@lock/protocol";
-import type { Ownership } from "../coordination/ownership.js";
+import type { AcquireResult, Ownership } from "../coordination/ownership.js";
 import { EpochExhaustedError } from "../epoch/epoch-plan.js";
 import type { LockNode } from "../node.js";
 import type { ClusterEvents, ClusterServerHooks } from "./cluster-api.js";
@@ -128,6 +128,9 @@ export class RoleChanges {
       case "none":
         return undefined;
       case "promote":
+        // Not with half a table: a snapshot being loaded is whole within seconds even at millions
+        // of holders, and the decision is made again at each tick (docs/consistency.md).
+        if (this.#deps.standby.loading) return undefined;
         return this.promote("no live active or higher-priority node");
       case "demote":
         // With a coordinator the lease decides: a peer that claims the role without it stops
@@ -306,19 +309,10 @@ export class RoleChanges {
     this.follow(undefined);
     ownership.acquire(node.highestEpoch).then(
       (result) => {
-        this.#busy = false;
-        if (!result.owned) {
-          this.#deps.events.leaseRefused?.(result.holder);
-          this.#retryRefusedLease(ownership);
-        } else if (this.#deps.stopping() || node.role === "active") {
-          void ownership.release();
-        } else {
-          this.#refusedSince = undefined;
-          node.useEpoch(result.epoch);
-          if (!ownership.valid()) node.hold("lease");
-          this.#deps.apply(this.#becomeActive(reason, result.epoch));
-        }
-        this.#deps.hooks.resumeClients();
+        // A snapshot that began loading while the lease was asked for is served whole: this node
+        // stays busy (clients paused, if they were) until it is.
+        if (result.owned) this.#deps.standby.afterLoad(() => this.#leaseAnswered(ownership, reason, result));
+        else this.#leaseAnswered(ownership, reason, result);
       },
       (error: unknown) => {
         this.#busy = false;
@@ -326,6 +320,26 @@ export class RoleChanges {
         this.#deps.hooks.resumeClients();
       },
     );
+  }
+
+  /** The store answered a promotion's request for the lease (`#promoteWithLease`). */
+  #leaseAnswered(ownership: Ownership, reason: string, result: AcquireResult): void {
+    const node = this.#deps.node;
+    this.#busy = false;
+    if (!result.owned) {
+      this.#deps.events.leaseRefused?.(result.holder);
+      this.#retryRefusedLease(ownership);
+    } else if (!ownership.held) {
+      // Lost while a snapshot finished loading: the next decision asks again.
+    } else if (this.#deps.stopping() || node.role === "active") {
+      void ownership.release();
+    } else {
+      this.#refusedSince = undefined;
+      node.useEpoch(result.epoch);
+      if (!ownership.valid()) node.hold("lease");
+      this.#deps.apply(this.#becomeActive(reason, result.epoch));
+    }
+    this.#deps.hooks.resumeClients();
   }
 
   /**

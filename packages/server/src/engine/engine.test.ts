@@ -317,4 +317,28 @@ describe("LockEngine", () => {
     expect(engine.holder("a")).toBeUndefined();
     expect(engine.holder("b")).toEqual({ token: 6n, remainingMs: 100, id: undefined });
   });
+
+  it("clears a slice of keys per call, holders, waiters and deadlines with them, and ends as clear() does", () => {
+    const { engine, timedOut } = setup();
+    const s = engine.openSession();
+    const held = grantedToken(engine.acquire(s, { key: "a", leaseMs: 1000, waitMs: 0, payload: "x" }));
+    engine.acquire(s, { key: "a", leaseMs: 1000, waitMs: 5000, payload: "queued" });
+    engine.installHolder("b", held + 1n, 1000, "r1");
+    engine.installHolder("c", held + 2n, 1000, undefined);
+    expect([engine.keyCount, engine.waiterCount, engine.maxHeldToken()]).toEqual([3, 1, held + 2n]);
+    expect(engine.clearSome(2)).toBe(true);
+    expect([engine.keyCount, engine.holderCount, engine.waiterCount]).toEqual([1, 1, 0]);
+    expect(engine.holder("c")?.token).toBe(held + 2n);
+    // Nothing of what went is left in the heap: its lease and wait never fire.
+    expect(engine.clearSome(2)).toBe(false);
+    expect([engine.keyCount, engine.holderCount, engine.maxHeldToken()]).toEqual([0, 0, 0n]);
+    expect(engine.nextDeadline()).toBeUndefined();
+    expect(timedOut).toEqual([]);
+    // The session's quota is given back, and the next sliced clear starts afresh.
+    expect(s.heldCount).toBe(0);
+    expect(engine.release("a", held)).toBe(false);
+    engine.installHolder("d", held + 3n, 1000, undefined);
+    expect(engine.clearSome(5)).toBe(false);
+    expect(engine.keyCount).toBe(0);
+  });
 });

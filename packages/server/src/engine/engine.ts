@@ -74,6 +74,8 @@ export class LockEngine<P> {
   #holders = 0;
   /** Keys whose deadlines were deferred and are not scheduled yet (`scheduleDeferred`). */
   #deferred: Iterator<KeyState<P>> | undefined;
+  /** Keys a sliced clear (`clearSome`) has still to visit; undefined when none is under way. */
+  #clearing: Iterator<KeyState<P>> | undefined;
   /** The largest token held since the last `clear()` (maxHeldToken). */
   #maxToken = 0n;
   /** The ordered view `/locks` pages through (built on the first listing). */
@@ -448,6 +450,27 @@ export class LockEngine<P> {
     this.#holders = 0;
     this.#maxToken = 0n;
     this.#listing.cleared();
+    this.#clearing = undefined;
+  }
+
+  /**
+   * `clear()` a slice at a time: forgets up to `count` keys (their holders and waiters); true while
+   * some are left, and once none are, the table is cleared as `clear()` leaves it. A standby that
+   * replaces a table of millions with a snapshot clears it over many event-loop turns (SnapshotLoad):
+   * at once, that blocked it for a second or more. Keys added meanwhile may or may not be visited
+   * (KeyTable), and go at the end.
+   */
+  clearSome(count: number): boolean {
+    this.#clearing ??= valuesOf(this.#keys.maps);
+    for (let i = 0; i < count; i++) {
+      const next = this.#clearing.next();
+      if (next.done) {
+        this.clear();
+        return false;
+      }
+      this.removeHolder(next.value.key);
+    }
+    return true;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { isDecodeError, isPeerFrame, type PeerFrame, parseRequestLine } from "@lock/protocol";
 import { describe, expect, it } from "vitest";
 import { PeerSession, type PeerSessionHandler, type SessionFrame, type Snapshot } from "./peer-session.js";
+import type { ReceivedHolder } from "./snapshot-holders.js";
 
 const PEER = "10.0.0.1:7420";
 const MEMBERS = new Set([PEER, "10.0.0.2:7420", "10.0.0.3:7420"]);
@@ -8,7 +9,7 @@ const TOKEN = (1n << 24n) + 1n; // epoch 1, sequence 1
 
 /** A session over a fake transport; `feed` sends wire lines, the record says what got through. */
 function session(maxSnapshotHolders?: number) {
-  const applied: Array<SessionFrame | Snapshot> = [];
+  const applied: Array<SessionFrame | (Omit<Snapshot, "holders"> & { holders: ReceivedHolder[] })> = [];
   const violations: string[] = [];
   const sent: string[] = [];
   let dropped: string | undefined;
@@ -18,7 +19,11 @@ function session(maxSnapshotHolders?: number) {
       if ("seq" in frame) s.acknowledge(frame.seq);
     },
     applySnapshot: (s, snapshot) => {
-      applied.push(snapshot);
+      const { holders } = snapshot;
+      applied.push({
+        ...snapshot,
+        holders: Array.from({ length: holders.length }, (_, i) => holders.take(i)),
+      });
       s.acknowledge(snapshot.seq);
     },
     isMember: (address) => MEMBERS.has(address),
@@ -76,8 +81,8 @@ describe("PeerSession", () => {
         epoch: 5n,
         seq: 10,
         holders: [
-          { key: "a", token: TOKEN, remainingMs: 1000, id: "r1" },
-          { key: "b", token: TOKEN + 1n, remainingMs: 0, id: undefined },
+          { key: "a", token: TOKEN, remainingMs: 1000, id: "r1", mode: undefined, slot: undefined },
+          { key: "b", token: TOKEN + 1n, remainingMs: 0, id: undefined, mode: undefined, slot: undefined },
         ],
       },
       { peer: "G", seq: 11, key: "c", token: TOKEN + 2n, leaseMs: 30_000, id: "r3" },

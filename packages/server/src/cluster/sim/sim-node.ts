@@ -49,6 +49,8 @@ export interface SimNodeConfig {
   readonly peerToken: string | undefined;
   /** A negative control: the engine's rule of which holds share a key, with a bug in it. */
   readonly holdRule?: HoldRule | undefined;
+  /** Simulated time between two slices of a snapshot's load (8 holders installed, keys cleared or changes applied). */
+  readonly loadPauseMs: number;
   /** Coordinated mode: the deployment's store, and the node's lease settings. */
   readonly coordination?:
     | { readonly store: SimStore; readonly leaseMs: number; readonly marginMs: number }
@@ -223,6 +225,10 @@ export class SimNode implements Host {
             key,
           }),
         handoffTimeoutMs: 2_000,
+        // A slice every few simulated milliseconds: a load spans time, and frames, faults and
+        // promotions come in the middle of it, as they do at millions of holders (lockd's pacing
+        // takes no simulated time).
+        loadPacing: { perTurn: 8, turnMs: Number.POSITIVE_INFINITY, pauseMs: config.loadPauseMs },
         ...(config.coordination
           ? {
               coordination: {
@@ -330,7 +336,10 @@ export class SimNode implements Host {
   }
 
   runTimers(): void {
-    if (this.up && !this.stalled) this.timers?.runDue();
+    if (!this.up || this.stalled) return;
+    this.timers?.runDue();
+    // A snapshot's load ends in a timer: the node holds the whole snapshot from then on.
+    if (this.cluster?.replicaSource !== undefined) this.syncedSinceStart = true;
   }
 
   /** Active, not held, and with a coordinator holding a lease valid by its own clock. */

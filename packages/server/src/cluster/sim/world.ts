@@ -40,11 +40,20 @@ export interface WorldOptions {
   readonly observer?: Partial<NodeObserver>;
   /** Coordinated mode: a store that decides who is active (docs/consistency.md, "With a coordinator"). */
   readonly coordinated?: boolean;
+  /** Time a snapshot's load takes per slice (`LOAD_PAUSES_MS`); the seed picks one unless given. */
+  readonly loadPauseMs?: number;
 }
 
 /** The simulated nodes' ownership lease and margin (lockd's defaults). */
 export const SIM_LEASE_MS = 2_000;
 const SIM_MARGIN_MS = 200;
+
+/**
+ * How long each slice of a snapshot's load takes (8 holders, keys cleared or changes applied): a
+ * seed picks one. The longest make a load of the simulator's few holders last over a peer timeout,
+ * as a load of millions does in lockd.
+ */
+const LOAD_PAUSES_MS = [1, 10, 50, 150, 300];
 
 /** True time at simulated time 0: some day in 2026 (tokens' rounds count from 2026-01-01). */
 const WALL_ORIGIN = Date.UTC(2026, 5, 1);
@@ -88,6 +97,8 @@ export class SimWorld {
     this.store = options.coordinated
       ? new SimStore(this.scheduler, this.rng.fork(), () => this.appRuns())
       : undefined;
+    // A stream of its own, so that every other choice of a seed is what it was before loads took time.
+    const loadPauseMs = options.loadPauseMs ?? new Rng(options.seed ^ 0x10ad5eed).pick(LOAD_PAUSES_MS);
     const coordination = this.store && {
       store: this.store,
       leaseMs: SIM_LEASE_MS,
@@ -110,6 +121,7 @@ export class SimWorld {
           peerToken:
             mutation === "peer-token-mismatch" && index === options.nodes - 1 ? "another-cluster" : undefined,
           wallOrigin: WALL_ORIGIN,
+          loadPauseMs,
           coordination,
         },
         this.scheduler,
