@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { formatAddress, MAX_NODE_ID, SlotMap, SlotMapError } from "@lock/protocol";
+import { formatAddress, isValidClusterName, MAX_NODE_ID, SlotMap, SlotMapError } from "@lock/protocol";
 import {
   DEFAULT_SERVER_LIMITS,
   parseSemaphoreRules,
@@ -243,9 +243,6 @@ function parseCluster(
   return { peers, heartbeatMs, peerTimeoutMs, nodeId };
 }
 
-/** A cluster name: what goes into the coordinator's keys and rows. */
-const CLUSTER_NAME = /^[A-Za-z0-9._-]{1,64}$/;
-
 /** --coordinator, --cluster-name and --coordinator-lease. */
 function parseCoordinator(
   sources: ConfigSources,
@@ -264,7 +261,7 @@ function parseCoordinator(
   if (peers === undefined)
     throw new ConfigError(`${url.origin} needs --peers (one node may list only itself)`);
   if (name === undefined) throw new ConfigError(`${url.origin} needs --cluster-name`);
-  if (!CLUSTER_NAME.test(name.text))
+  if (!isValidClusterName(name.text))
     throw new ConfigError(
       `${name.origin}: letters, digits, '.', '_' or '-', at most 64, got ${JSON.stringify(name.text)}`,
     );

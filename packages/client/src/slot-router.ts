@@ -3,7 +3,7 @@ import type { ReplyHandler, Ticket } from "./connection.js";
 import type { Emitter } from "./events.js";
 import type { ResolvedOptions } from "./options.js";
 import type { Timer, TimerQueue } from "./timers.js";
-import { type Router, Transport } from "./transport.js";
+import { emitRedirect, type Router, Transport } from "./transport.js";
 
 /**
  * Routes each request to the cluster that serves its key, when several clusters share one key
@@ -112,9 +112,7 @@ export class SlotRouter implements Router {
       this.#hints.set(reply.slot, reply);
       this.#askForMap(ticket);
     }
-    const from = ticket.connection?.address ?? "";
-    if (this.#events.listens("redirect"))
-      this.#events.emit("redirect", { from, to: reply.address, op: reply.op, key: reply.key });
+    emitRedirect(this.#events, ticket, reply.address);
   }
 
   close(): void {

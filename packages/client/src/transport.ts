@@ -27,6 +27,14 @@ export interface Router {
   whenActive(wake: () => void, notAddress: string | undefined): Timer;
 }
 
+/** The `redirect` event for `ticket`'s request, sent on to `to` (by `M`, or `S` to another cluster). */
+export function emitRedirect(events: Emitter, ticket: Ticket, to: string): void {
+  if (!events.listens("redirect")) return;
+  const request = ticket.request;
+  const key = "key" in request ? request.key : "-";
+  events.emit("redirect", { from: ticket.connection?.address ?? "", to, op: request.op, key });
+}
+
 /**
  * The connections of one client: the ServerPool's decisions carried out on real sockets. It routes
  * each request to a ready connection, parks requests while connections are still opening, keeps
@@ -129,15 +137,7 @@ export class Transport implements Router, ConnectionListener {
     if (from !== undefined && from !== address) this.pool.standby(from);
     this.pool.ensure(address, this.#timers.clock.now());
     this.#connectDue();
-    const request = ticket.request;
-    if (this.#events.listens("redirect")) {
-      this.#events.emit("redirect", {
-        from: from ?? "",
-        to: address,
-        op: request.op,
-        key: "key" in request ? request.key : "-",
-      });
-    }
+    emitRedirect(this.#events, ticket, address);
   }
 
   /** The node that carried `ticket` answered it itself. */

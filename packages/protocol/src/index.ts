@@ -95,6 +95,7 @@ export type {
 export { isPeerFrame, WHOLE_KEY } from "./peer.js";
 export type { SlotRange } from "./slot-map.js";
 export {
+  isValidClusterName,
   MAX_CLUSTER_ADDRESSES,
   MAX_SLOT_MAP_BYTES,
   MAX_SLOT_MAP_CLUSTERS,
