@@ -122,7 +122,7 @@ export class LockVerbs implements AcquireSink {
       return;
     }
     // Another cluster's key is redirected there by any node of this one, standbys included.
-    if ("key" in request && this.#ctx.slots) {
+    if (this.#ctx.slots && "key" in request) {
       if (this.#ctx.slots.awaitingMap) {
         this.error(
           request.op,
