@@ -186,7 +186,12 @@ async function expiryLateness(): Promise<void> {
     const leaseMs = 1000 + (i % 1000);
     const key = `lease:${i}`;
     deadlines.set(key, performance.now() + leaseMs);
-    node.acquire(session, { key, leaseMs, waitMs: 0, payload: { granted() {}, timedOut() {} } });
+    node.acquire(session, {
+      key,
+      leaseMs,
+      waitMs: 0,
+      payload: { granted() {}, timedOut() {}, refused() {} },
+    });
   }
   node.afterRequests();
   await finished;

@@ -18,6 +18,7 @@ import {
   ReportLimiter,
   SlotGate,
   type SlotMapEvents,
+  type SlotMoveEvents,
 } from "@lock/server";
 import { useFastIo } from "@lock/socket-io";
 import { pino } from "pino";
@@ -65,7 +66,7 @@ async function main(): Promise<void> {
   const slots = slotGate(config, coordination);
   const started = await LockServer.start({
     ...serverOptions(config, metrics, events, coordination),
-    ...(slots ? { slots } : {}),
+    ...(slots ? { slots, slotMoveEvents: slotMoveEvents(log) } : {}),
   });
   const stopSlotMap =
     slots && coordination
@@ -194,6 +195,20 @@ function slotMapEvents(log: Log): SlotMapEvents {
         { error: error instanceof Error ? error.message : String(error) },
         "could not write --slot-map to the coordinator",
       ),
+  };
+}
+
+function slotMoveEvents(log: Log): SlotMoveEvents {
+  return {
+    withdrawn: (count) => log.info({ count }, "queued acquires of moving slots refused (SLOT_MOVING)"),
+    committed: (ranges, version) =>
+      log.info(
+        { version: String(version), ranges: ranges.map((r) => `${r.from}-${r.to}>${r.movingTo}`) },
+        "slot move committed",
+      ),
+    gainsServed: () => log.info("slots moved here are served: a fresh epoch from the coordinator is in use"),
+    storeFailed: (operation, error) =>
+      log.warn({ error: error instanceof Error ? error.message : String(error) }, `could not ${operation}`),
   };
 }
 

@@ -353,6 +353,17 @@ describe("AcquireOp", () => {
     await expect(op.promise).rejects.toBeInstanceOf(LockTimeoutError);
   });
 
+  it("asks again with the same id after SLOT_MOVING (a slot between clusters), within the wait", async () => {
+    const op = start({ waitMs: 1_000 });
+    router.reply(router.last(), errorReply("SLOT_MOVING"));
+    expect(router.sent).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(RETRY_INTERVAL);
+    expect(router.sent).toHaveLength(2);
+    expect(router.last().request).toMatchObject({ id: SPEC.id, waitMs: 1_000 - RETRY_INTERVAL });
+    router.reply(router.last(), grant());
+    await expect(op.promise).resolves.toMatchObject({ token: 5n });
+  });
+
   it("moves on to another connection at once after SHUTTING_DOWN", async () => {
     const op = start();
     const first = router.last();

@@ -264,7 +264,11 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
 
   #onError(code: Parameters<typeof errorFromReply>[0]["code"], message: string, ticket: Ticket): void {
     const error = errorFromReply({ code, message });
-    if (!RETRYABLE_CODES.has(code)) {
+    if (code === "SLOT_MOVING") {
+      // The key's slot is moving between clusters: asked again within the wait, with the same id,
+      // it reaches the slot's owner once the move committed (an S reply from the source).
+      this.#backOff(error, undefined);
+    } else if (!RETRYABLE_CODES.has(code)) {
       this.#fail(error);
     } else if (code === "SHUTTING_DOWN") {
       // The node is going away: move on as if the connection had dropped (it is about to).

@@ -313,6 +313,8 @@ export const ERROR_CODES = {
   NO_ACTIVE:
     "this node is a standby that knows no active yet, or an active confirming its role or waiting for its new epoch; retry shortly (retryable)",
   SHUTTING_DOWN: "the server is shutting down; retry on another node (retryable)",
+  SLOT_MOVING:
+    "the key's slot is moving to another cluster: no acquire or extension until the move commits; an acquire retries shortly within its wait, a holder may still release",
   INTERNAL: "an unexpected server error; the request had no effect",
   // Cluster peer links (docs/protocol.md, "Peer handshake").
   PEER_NOT_AUTHENTICATED:

@@ -62,4 +62,5 @@ export { REPORT_INTERVAL_MS, ReportLimiter } from "./report-limiter.js";
 export { ClusterActives } from "./slots/cluster-actives.js";
 export { SlotGate } from "./slots/slot-gate.js";
 export { followSlotMap, SLOT_MAP_DOCUMENT, type SlotMapEvents } from "./slots/slot-map-follower.js";
+export { SLOT_MOVE_POLL_MS, type SlotMoveEvents, SlotMoves } from "./slots/slot-moves.js";
 export { EpochFile } from "./store/epoch-file.js";

@@ -1,5 +1,5 @@
 import { type Timer, TimerQueue } from "@lock/deadline-heap";
-import type { NodeRole } from "@lock/protocol";
+import type { ErrorCode, NodeRole } from "@lock/protocol";
 import { DeadlineTimer } from "./deadline-timer.js";
 import { type Clock, monotonicClock } from "./engine/clock.js";
 import {
@@ -35,6 +35,8 @@ export interface AcquireSink {
   /** `slot`: a permit's slot (undefined for exclusive and shared grants). */
   granted(key: string, token: bigint, id: string | undefined, slot: number | undefined): void;
   timedOut(key: string, id: string | undefined): void;
+  /** The server withdrew the queued acquire (its key's slot is moving away): answer `E` with `code`. */
+  refused(key: string, id: string | undefined, code: ErrorCode, message: string): void;
 }
 
 export type { NodeRole } from "@lock/protocol";
@@ -309,6 +311,16 @@ export class LockNode {
   }
 
   // Stats and the listing of held keys (`I`, /status, /metrics, /locks).
+
+  /** Withdraws every queued acquire of `key` (a slot moving away); see LockEngine.withdrawQueue. */
+  withdrawQueue(key: string, withdrawn: (sink: AcquireSink, id: string | undefined) => void): number {
+    return this.#engine.withdrawQueue(key, withdrawn);
+  }
+
+  /** Whether `key` has a holder (a moving slot drains: SlotMoves polls its keys). */
+  isKeyHeld(key: string): boolean {
+    return this.#engine.isHeld(key);
+  }
 
   get keyCount(): number {
     return this.#engine.keyCount;

@@ -12,6 +12,11 @@ export interface ClusterServerHooks {
   /** Stops (and resumes) reading client requests: a handoff must not grant while it runs. */
   pauseClients(): void;
   resumeClients(): void;
+  /**
+   * With a coordinator: this node took its cluster's ownership lease and is about to become the
+   * active (it serves once this returns, unless something holds it). A slot map's re-read starts here.
+   */
+  leaseTaken?(): void;
 }
 
 export interface ClusterOptions {

@@ -1,6 +1,9 @@
 import { TimerQueue } from "@lock/deadline-heap";
 import { monotonicClock } from "../engine/clock.js";
 import { LockNode, type LockNodeOptions } from "../node.js";
+import type { SlotGate } from "../slots/slot-gate.js";
+import { rereadSlotMap } from "../slots/slot-map-reread.js";
+import { type SlotMoveEvents, SlotMoves } from "../slots/slot-moves.js";
 import { Cluster } from "./cluster.js";
 import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "./cluster-api.js";
 import { Replicator } from "./replicator.js";
@@ -13,12 +16,25 @@ export interface ClusterNodeOptions {
   /** What role changes need of the server's connections. */
   readonly hooks: ClusterServerHooks;
   readonly events: ClusterEvents;
+  /**
+   * Several clusters over one key space (with `cluster.coordination`): the node's slot gate, which
+   * SlotMoves keeps moves going through (docs/consistency.md, "Moving slots"). The gate's map is
+   * followed by the caller (followSlotMap).
+   */
+  readonly slots?: {
+    readonly gate: SlotGate;
+    readonly events?: SlotMoveEvents;
+    /** @internal The simulator's mutation (SlotMovesOptions.skipEpochRaise). */
+    readonly skipEpochRaise?: boolean;
+  };
 }
 
 /** A cluster node: the LockNode and the Cluster around it (its Replicator journals the node's table). */
 export interface ClusterNode {
   readonly node: LockNode;
   readonly cluster: Cluster;
+  /** With `slots` and a coordinator: the node's part in slot moves. */
+  readonly slotMoves?: SlotMoves;
 }
 
 /**
@@ -33,6 +49,11 @@ export function createClusterNode(options: ClusterNodeOptions): ClusterNode {
   const timers = options.node.timers ?? new TimerQueue(clock);
   const replicator = new Replicator(timers);
   let cluster: Cluster | undefined;
+  const slots = options.cluster.coordination && options.slots;
+  let slotMoves: SlotMoves | undefined;
+  const { hooks, events } = slots
+    ? slotMoveHooks(options, timers, () => slotMoves)
+    : { hooks: options.hooks, events: options.events };
   const node = new LockNode({
     ...options.node,
     clock,
@@ -42,17 +63,75 @@ export function createClusterNode(options: ClusterNodeOptions): ClusterNode {
     // Called only once the node runs (a standby neither serves nor renews an epoch while built).
     hooks: {
       beforeDeadlines: () => cluster?.guardGrants(),
-      serving: () => options.events.serving(node.epoch),
+      serving: () => events.serving(node.epoch),
       epochRenewed: (epoch) => replicator.announceEpoch(epoch),
       spareEpoch: () => cluster?.ownership?.takeSpare(),
       followedEpoch: () => cluster?.followedEpoch(),
       lockModesRefusal: () => cluster?.lockModesRefusal(),
     },
   });
-  cluster = new Cluster(node, replicator, options.hooks, options.events, {
+  cluster = new Cluster(node, replicator, hooks, events, {
     ...options.cluster,
     advertise: node.advertise,
     maxSnapshotHolders: options.node.limits.maxKeys,
   });
-  return { node, cluster };
+  if (slots) slotMoves = createSlotMoves(options, node, cluster, timers);
+  return slotMoves ? { node, cluster, slotMoves } : { node, cluster };
+}
+
+/**
+ * With a slot map: a new active re-reads the map before it serves (rereadSlotMap), and SlotMoves
+ * looks again whenever the role or the serving state changes.
+ */
+function slotMoveHooks(
+  options: ClusterNodeOptions,
+  timers: TimerQueue,
+  moves: () => SlotMoves | undefined,
+): { hooks: ClusterServerHooks; events: ClusterEvents } {
+  const { store } = options.cluster.coordination!;
+  const slots = options.slots!;
+  return {
+    hooks: {
+      ...options.hooks,
+      leaseTaken: () => {
+        options.hooks.leaseTaken?.();
+        rereadSlotMap(store, slots.gate, timers, (error) =>
+          slots.events?.storeFailed?.("re-read the slot map", error),
+        );
+      },
+    },
+    events: {
+      ...options.events,
+      roleChanged: (role, reason, epoch) => {
+        options.events.roleChanged(role, reason, epoch);
+        moves()?.step();
+      },
+      serving: (epoch) => {
+        options.events.serving(epoch);
+        moves()?.step();
+      },
+    },
+  };
+}
+
+function createSlotMoves(
+  options: ClusterNodeOptions,
+  node: LockNode,
+  cluster: Cluster,
+  timers: TimerQueue,
+): SlotMoves {
+  const slots = options.slots!;
+  return new SlotMoves({
+    gate: slots.gate,
+    store: options.cluster.coordination!.store,
+    node,
+    timers,
+    host: {
+      active: () => node.role === "active",
+      mayCommit: () => node.role === "active" && node.serving && cluster.ownership?.valid() === true,
+      raiseEpoch: () => cluster.raiseForGainedSlots(),
+    },
+    ...(slots.events ? { events: slots.events } : {}),
+    ...(slots.skipEpochRaise ? { skipEpochRaise: true } : {}),
+  });
 }

@@ -196,6 +196,11 @@ export class Cluster {
     return this.#membership.activeEpoch(this.#node.activeAddress);
   }
 
+  /** With a coordinator: an epoch from the store for slots moved to this cluster (RoleChanges.raiseForGainedSlots). */
+  raiseForGainedSlots(): Promise<boolean> {
+    return this.#roles.raiseForGainedSlots();
+  }
+
   /** Why shared holders and permits cannot be granted (a linked peer of protocol 1), if so. */
   lockModesRefusal = (): string | undefined => lockModesRefusal(this.#links.byIndex.values());
 

@@ -335,6 +335,9 @@ export class RoleChanges {
       void ownership.release();
     } else {
       this.#refusedSince = undefined;
+      // Before it serves: a slot map learned by the watch may be older than a move its
+      // predecessor committed (docs/consistency.md, "Moving slots").
+      this.#deps.hooks.leaseTaken?.();
       node.useEpoch(result.epoch);
       if (!ownership.valid()) node.hold("lease");
       this.#deps.apply(this.#becomeActive(reason, result.epoch));
@@ -377,6 +380,31 @@ export class RoleChanges {
         this.#deps.events.coordinatorUnavailable?.("take an epoch", error);
       },
     );
+  }
+
+  /**
+   * Slots moved to this cluster (SlotMoves): an epoch from the store's counter taken now, so above
+   * every epoch their source granted from before it committed the move. Resolves whether this
+   * node, still the active, grants from it (or from one at least as high) now.
+   */
+  async raiseForGainedSlots(): Promise<boolean> {
+    const ownership = this.#deps.ownership;
+    const node = this.#deps.node;
+    const stillActive = () => ownership?.held === true && node.role === "active" && !this.#busy;
+    if (!ownership || !stillActive()) return false;
+    const epoch = await ownership.takeEpoch(node.highestEpoch);
+    if (!stillActive()) return false;
+    if (epoch > node.epoch) {
+      node.useEpoch(epoch);
+      this.#deps.replicator.announceEpoch(epoch);
+      this.counters.epochRaises += 1;
+      this.#deps.events.roleChanged(
+        "active",
+        "took a fresh epoch for slots moved here (from the coordinator)",
+        epoch,
+      );
+    }
+    return true;
   }
 
   /** The lease may have become valid or lapsed: an active grants only while it is valid. */

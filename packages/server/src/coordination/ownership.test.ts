@@ -1,5 +1,6 @@
 import { ManualClock, TimerQueue } from "@lock/deadline-heap";
 import { describe, expect, it } from "vitest";
+import { manualTime } from "../manual-time.test.data.js";
 import { MemoryCoordinationStore } from "./memory-store.js";
 import { Ownership } from "./ownership.js";
 import { type CoordinationStore, CoordinatorUnavailableError } from "./store.js";
@@ -66,24 +67,9 @@ function setup() {
         unavailable: (operation) => events.push(`${holder} unavailable: ${operation}`),
       },
     });
-  /** Moves the clock by `ms`, running timers and the promise continuations they start. */
-  const advance = async (ms: number) => {
-    const until = clock.now() + ms;
-    await flush();
-    for (;;) {
-      const next = timers.nextDeadline;
-      if (next === undefined || next > until) break;
-      clock.set(Math.max(next, clock.now()));
-      timers.runDue();
-      await flush();
-    }
-    clock.set(until);
-    await flush();
-  };
+  const advance = manualTime(clock, timers);
   return { clock, timers, controlled, events, ownership, advance };
 }
-
-const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("Ownership", () => {
   it("takes the lease and two store epochs above what it knows, and is valid for the lease minus the margin from when it asked", async () => {
@@ -168,6 +154,23 @@ describe("Ownership", () => {
     await advance(0);
     expect(a.valid()).toBe(true);
     expect(a.takeSpare()).toBe(12n);
+  });
+
+  it("a raised epoch comes with a spare above it, and a late spare fetch never lowers it", async () => {
+    const { ownership, advance, controlled } = setup();
+    const a = ownership("a 1");
+    await a.acquire(9n); // epoch 10, spare 11
+    // A later epoch was learned: the raise takes 20, so the spare must be above 20, not 11.
+    expect(await a.takeEpoch(19n)).toBe(20n);
+    expect(a.takeSpare()).toBe(21n);
+    // A raise while that spare's successor is being fetched: the higher of the two is kept.
+    controlled.holdAnswers = true;
+    const raised = a.takeEpoch(29n);
+    controlled.release();
+    expect(await raised).toBe(30n);
+    controlled.holdAnswers = false;
+    await advance(0);
+    expect(a.takeSpare()).toBe(31n);
   });
 
   it("an acquire the store cannot answer rejects, and a lease it cannot serve from goes back", async () => {

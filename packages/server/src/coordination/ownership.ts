@@ -161,12 +161,18 @@ export class Ownership {
     }
   }
 
-  /** An epoch above `above` from the store's counter (an active that learned of a later epoch). */
+  /**
+   * An epoch above `above` from the store's counter (an active that learned of a later epoch, or
+   * gained slots), and a spare above it in the same call: a spare taken before would be below the
+   * new epoch, and a sequence of the new epoch that ran out could not move to it.
+   */
   async takeEpoch(above: bigint): Promise<bigint> {
+    const generation = this.#generation;
     this.storeCalls += 1;
-    const epoch = await this.#options.store.takeEpoch(above);
-    this.#noteEpoch(epoch);
-    return epoch;
+    const spare = await this.#options.store.takeEpoch(above, 2);
+    this.#noteEpoch(spare);
+    if (generation === this.#generation) this.#keepSpare(spare);
+    return spare - 1n;
   }
 
   /**
@@ -213,6 +219,11 @@ export class Ownership {
   readHolder(): Promise<LeaseInfo | undefined> {
     this.storeCalls += 1;
     return this.#options.store.readLease(this.#options.cluster);
+  }
+
+  /** A spare epoch came back: the highest one is kept (a raise may have taken one above a fetch's). */
+  #keepSpare(spare: bigint): void {
+    if (this.#spare === undefined || spare > this.#spare) this.#spare = spare;
   }
 
   /** The highest epoch taken from the store so far, for operators. */
@@ -301,9 +312,9 @@ export class Ownership {
     this.#options.store.takeEpoch(above).then(
       (spare) => {
         this.#fetchingSpare = false;
-        if (generation !== this.#generation) return;
-        this.#spare = spare;
         this.#noteEpoch(spare);
+        if (generation !== this.#generation) return;
+        this.#keepSpare(spare);
         this.#options.events.validityChanged();
       },
       (error: unknown) => {

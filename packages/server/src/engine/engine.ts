@@ -282,6 +282,30 @@ export class LockEngine<P> {
     return waiter.payload;
   }
 
+  /**
+   * Withdraws every queued acquire of `key`, newest first so that none is granted meanwhile (its
+   * slot is moving to another cluster: docs/protocol.md, "Key slots"). `withdrawn` gets each one's
+   * payload and id. Returns how many there were.
+   */
+  withdrawQueue(key: string, withdrawn: (payload: P, id: string | undefined) => void): number {
+    const state = this.#keys.get(key);
+    if (state === undefined) return 0;
+    let count = 0;
+    for (let waiter = state.more?.tail; waiter; waiter = state.more?.tail) {
+      this.#dropWaiter(waiter);
+      this.counters.cancels += 1;
+      count += 1;
+      withdrawn(waiter.payload, waiter.id);
+    }
+    if (state.holderCount === 0 && this.#keys.get(key) === state) this.#forget(state);
+    return count;
+  }
+
+  /** Whether `key` has a holder of any mode (cheaper than `holdersOf` when polled). */
+  isHeld(key: string): boolean {
+    return (this.#keys.get(key)?.holderCount ?? 0) > 0;
+  }
+
   /** The session's queued acquires (key and id) in the order they arrived, e.g. to redirect them. */
   sessionWaiters(session: Session<P>): Array<{ key: string; id: string | undefined }> {
     const waiters: Array<{ key: string; id: string | undefined }> = [];

@@ -28,6 +28,7 @@ import { resolveLimits, type ServerLimits } from "../limits.js";
 import { LockNode, type LockNodeOptions } from "../node.js";
 import type { ServerObserver } from "../observer.js";
 import type { SlotGate } from "../slots/slot-gate.js";
+import type { SlotMoveEvents, SlotMoves } from "../slots/slot-moves.js";
 import { Admission } from "./admission.js";
 import { SecretChecker } from "./auth.js";
 import { ClientConnection, type ConnectionContext } from "./connection.js";
@@ -78,9 +79,11 @@ export interface LockServerOptions {
   /**
    * Several clusters over one key space: the slot map this node serves by (lockd `--slot-map`,
    * kept up to date from the coordination store). A keyed request for another cluster's slot is
-   * answered `S`; `K` answers the map.
+   * answered `S`; `K` answers the map. With a coordinator, the node also takes part in slot moves.
    */
   readonly slots?: SlotGate;
+  /** What slot moves report (with `slots` and a coordinator). */
+  readonly slotMoveEvents?: SlotMoveEvents;
 }
 
 export interface LockClusterOptions {
@@ -128,10 +131,16 @@ export class LockServer {
   /** How peer links dial, when they use TLS: replaced by `reloadTls`, read at each dial. */
   readonly #peerTls: PeerTls;
   #closing: Promise<void> | undefined;
+  readonly #slotMoves: SlotMoves | undefined;
   #idleSweep: NodeJS.Timeout | undefined;
 
   private constructor(
-    built: { node: LockNode; cluster?: Cluster | undefined; slots?: SlotGate | undefined },
+    built: {
+      node: LockNode;
+      cluster?: Cluster | undefined;
+      slots?: SlotGate | undefined;
+      slotMoves?: SlotMoves;
+    },
     server: Server,
     limits: ServerLimits,
     connections: Set<ClientConnection>,
@@ -141,6 +150,7 @@ export class LockServer {
     this.node = built.node;
     this.cluster = built.cluster;
     this.slots = built.slots;
+    this.#slotMoves = built.slotMoves;
     this.#connections = connections;
     this.#server = server;
     this.limits = limits;
@@ -175,7 +185,7 @@ export class LockServer {
     const port = typeof bound === "object" && bound ? bound.port : (options.port ?? DEFAULT_PORT);
     const advertise = options.advertise ?? formatAddress(host, port);
     const connections = new Set<ClientConnection>();
-    let built: { node: LockNode; cluster?: Cluster | undefined };
+    let built: { node: LockNode; cluster?: Cluster | undefined; slotMoves?: SlotMoves };
     const peerTls: PeerTls = { current: options.cluster?.tls ?? (options.tls ? {} : undefined) };
     try {
       built = buildNode(options, limits, advertise, connections, peerTls);
@@ -346,6 +356,7 @@ export class LockServer {
     // A cluster's active hands its role to a standby first, so clients move with no gap.
     const cluster = this.cluster;
     if (cluster) await new Promise<void>((resolve) => cluster.stop(resolve));
+    this.#slotMoves?.close();
     if (this.node.role === "standby" && this.node.activeAddress !== undefined) await readWhatArrived();
     const stopped = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     this.#handshakes.destroyAll();
@@ -422,6 +433,14 @@ function buildNode(
       handoffTimeoutMs: cluster.handoffTimeoutMs ?? 2_000,
       ...(cluster.coordination ? { coordination: cluster.coordination } : {}),
     },
+    ...(options.slots
+      ? {
+          slots: {
+            gate: options.slots,
+            ...(options.slotMoveEvents ? { events: options.slotMoveEvents } : {}),
+          },
+        }
+      : {}),
     hooks: {
       redirectPending: (address) => {
         for (const connection of connections) connection.redirectPending(address);

@@ -68,6 +68,13 @@ export class LockVerbs implements AcquireSink {
     this.#send({ kind: "T", key, id });
   }
 
+  refused(key: string, id: string | undefined, code: ErrorCode, message: string): void {
+    this.#pending -= 1;
+    const op = this.#acquireOp(id);
+    if (id !== undefined) this.#modeIds?.delete(id);
+    this.error(op, key, id, code, message);
+  }
+
   /** A retry of one of our queued acquires (same id) took its place on another session. */
   displaced(id: string | undefined): void {
     this.#pending -= 1;
@@ -123,19 +130,19 @@ export class LockVerbs implements AcquireSink {
     }
     // Another cluster's key is redirected there by any node of this one, standbys included.
     if (this.#ctx.slots && "key" in request) {
-      if (this.#ctx.slots.awaitingMap) {
+      const verdict = this.#ctx.slots.check(request, node.serving);
+      if (verdict?.kind === "redirect") {
+        this.#send(verdict.reply);
+        return;
+      }
+      if (verdict?.kind === "refuse") {
         this.error(
           request.op,
           request.key,
           "id" in request ? request.id : undefined,
-          "NO_ACTIVE",
-          "this node has not read the slot map from the coordinator yet; retry shortly",
+          verdict.code,
+          verdict.message,
         );
-        return;
-      }
-      const elsewhere = this.#ctx.slots.redirect(request);
-      if (elsewhere !== undefined) {
-        this.#send(elsewhere);
         return;
       }
     }

@@ -78,12 +78,49 @@ describe("a node of one of several clusters (a slot map)", () => {
     ]);
     expect(gate.update(swapped)).toBe(false);
     expect(gate.map?.version).toBe(5n);
-    expect(gate.redirect({ op: "A", key: WEST_KEY, leaseMs: 1000, waitMs: 0 })).toBeUndefined();
-    expect(gate.redirect({ op: "A", key: EAST_KEY, leaseMs: 1000, waitMs: 0 })?.cluster).toBe("east");
+    expect(gate.check({ op: "A", key: WEST_KEY, leaseMs: 1000, waitMs: 0 })).toBeUndefined();
+    const verdict = gate.check({ op: "A", key: EAST_KEY, leaseMs: 1000, waitMs: 0 });
+    expect(verdict?.kind === "redirect" && verdict.reply.cluster).toBe("east");
     expect(new SlotGate("north").listed).toBe(true);
     const north = new SlotGate("north");
     north.update(halves(1n));
     expect(north.listed).toBe(false);
+  });
+
+  it("after taking the lease serves no key until its latest re-read of the map answered (not a watch event, not an older read)", () => {
+    const gate = new SlotGate("east");
+    gate.update(halves(1n));
+    const first = gate.awaitReread();
+    const second = gate.awaitReread();
+    const request = { op: "A", key: EAST_KEY, leaseMs: 1000, waitMs: 0 } as const;
+    expect(gate.check(request)).toMatchObject({ kind: "refuse", code: "NO_ACTIVE" });
+    gate.update(halves(2n)); // the watch
+    gate.reread(first, halves(2n));
+    expect(gate.awaitingMap).toBe(true);
+    gate.reread(second, halves(3n));
+    expect(gate.awaitingMap).toBe(false);
+    expect(gate.map?.version).toBe(3n);
+    expect(gate.check(request)).toBeUndefined();
+  });
+
+  it("with epochs required, refuses gained slots until an epoch asked for after the gain is in use", () => {
+    const gate = new SlotGate("east");
+    gate.update(halves(1n));
+    gate.requireEpochForGains(); // what it owns now counts as gained now
+    const request = { op: "A", key: EAST_KEY, leaseMs: 1000, waitMs: 0 } as const;
+    expect(gate.check(request)).toMatchObject({ code: "SLOT_MOVING" });
+    // A standby leaves it to its active (M): only the node that grants refuses.
+    expect(gate.check(request, false)).toBeUndefined();
+    const early = gate.epochTicket();
+    const all = SlotMap.of(2n, clusters, [{ from: 0, to: 16383, cluster: "east" }]);
+    gate.update(all);
+    gate.epochInUse(early); // asked for before the second gain was read: the west half still waits
+    expect(gate.check(request)).toBeUndefined();
+    expect(gate.check({ ...request, key: WEST_KEY })).toMatchObject({ code: "SLOT_MOVING" });
+    expect(gate.needsEpoch).toBe(true);
+    gate.epochInUse(gate.epochTicket());
+    expect(gate.needsEpoch).toBe(false);
+    expect(gate.check({ ...request, key: WEST_KEY })).toBeUndefined();
   });
 });
 

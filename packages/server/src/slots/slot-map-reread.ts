@@ -1,0 +1,47 @@
+import type { TimerQueue } from "@lock/deadline-heap";
+import { SlotMap, SlotMapError } from "@lock/protocol";
+import type { CoordinationStore } from "../coordination/store.js";
+import type { SlotGate } from "./slot-gate.js";
+import { SLOT_MAP_DOCUMENT } from "./slot-map-follower.js";
+
+/** How long after a failed re-read the next one is sent. */
+const REREAD_RETRY_MS = 100;
+
+/**
+ * A node that just took its cluster's lease reads the slot map from the store before it serves a
+ * key (SlotGate.awaitReread): the map its watch delivered may predate a move its predecessor
+ * committed, and granting in a slot that moved away would break the target's fences. The source
+ * commits a move only while its lease is valid, so a read after taking the lease sees it.
+ * Retried until it succeeds; an invalid document keeps the map the node had (the watch reports it).
+ */
+export function rereadSlotMap(
+  store: CoordinationStore,
+  gate: SlotGate,
+  timers: TimerQueue,
+  failed: (error: unknown) => void,
+): void {
+  const ticket = gate.awaitReread();
+  const attempt = (): void => {
+    store.readDocument(SLOT_MAP_DOCUMENT).then(
+      (document) =>
+        gate.reread(
+          ticket,
+          document === undefined ? undefined : parse(document.version, document.value, gate),
+        ),
+      (error: unknown) => {
+        failed(error);
+        timers.after(REREAD_RETRY_MS, attempt);
+      },
+    );
+  };
+  attempt();
+}
+
+function parse(version: bigint, value: string, gate: SlotGate): SlotMap | undefined {
+  try {
+    return SlotMap.fromDocument(version, value);
+  } catch (error) {
+    if (!(error instanceof SlotMapError)) throw error;
+    return gate.map;
+  }
+}
