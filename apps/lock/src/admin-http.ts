@@ -30,10 +30,30 @@ export function adminUrl(address: string): URL {
  * not answer in time, AUTH_FAILED on 401, REFUSED for a body that is not JSON or an answer that is not
  * HTTP at all (lockd's client port, given where its admin port belongs).
  */
-export async function adminGet(address: string, path: string, request: AdminRequest): Promise<AdminAnswer> {
+export function adminGet(address: string, path: string, request: AdminRequest): Promise<AdminAnswer> {
+  return adminCall(address, "GET", path, undefined, request);
+}
+
+/** POST `body` (as JSON) to `path`: the same answers and errors as adminGet. */
+export function adminPost(
+  address: string,
+  path: string,
+  body: unknown,
+  request: AdminRequest,
+): Promise<AdminAnswer> {
+  return adminCall(address, "POST", path, JSON.stringify(body), request);
+}
+
+async function adminCall(
+  address: string,
+  method: "GET" | "POST",
+  path: string,
+  body: string | undefined,
+  request: AdminRequest,
+): Promise<AdminAnswer> {
   let answer: { status: number; text: string };
   try {
-    answer = await get(adminUrl(address), path, request);
+    answer = await send(adminUrl(address), { method, path, body }, request);
   } catch (error) {
     const failure = error as Error;
     // A DOMException (the TimeoutError) has a numeric code; Node's errors a string one.
@@ -71,14 +91,22 @@ export async function adminGet(address: string, path: string, request: AdminRequ
   }
 }
 
-/** One GET on a connection of its own, the whole exchange (connect, TLS, body) within the timeout. */
-function get(url: URL, path: string, request: AdminRequest): Promise<{ status: number; text: string }> {
+/** One request on a connection of its own, the whole exchange (connect, TLS, body) within the timeout. */
+function send(
+  url: URL,
+  { method, path, body }: { method: string; path: string; body: string | undefined },
+  request: AdminRequest,
+): Promise<{ status: number; text: string }> {
   const https = url.protocol === "https:";
   const options = {
     host: url.hostname.replace(/^\[(.*)\]$/, "$1"),
     port: url.port === "" ? (https ? 443 : 80) : Number(url.port),
+    method,
     path,
-    headers: request.token !== undefined ? { authorization: `Bearer ${request.token}` } : {},
+    headers: {
+      ...(request.token !== undefined ? { authorization: `Bearer ${request.token}` } : {}),
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    },
     agent: false,
     signal: AbortSignal.timeout(request.timeoutMs),
     ...(https ? request.tls : {}),
@@ -98,6 +126,6 @@ function get(url: URL, path: string, request: AdminRequest): Promise<{ status: n
       // An abort by the timeout surfaces as an AbortError whose cause is the TimeoutError.
       reject(error.name === "AbortError" && error.cause instanceof Error ? error.cause : error);
     });
-    outgoing.end();
+    outgoing.end(body);
   });
 }

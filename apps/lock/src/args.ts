@@ -1,6 +1,6 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { checkKey } from "@lock/client";
-import { isValidAddress } from "@lock/protocol";
+import { isValidAddress, KEY_SLOTS } from "@lock/protocol";
 import { parseDuration } from "./duration.js";
 import { usageError } from "./errors.js";
 import { flagUsageError } from "./flag-errors.js";
@@ -64,14 +64,29 @@ export interface LocksCommand {
   readonly limit: number;
 }
 
+/** `lock slots` (the map), or `lock slots move FROM[-TO] --to CLUSTER` (begin a move, wait for its commit). */
+export interface SlotsCommand {
+  readonly kind: "slots";
+  readonly connection: ConnectionFlags;
+  readonly json: boolean;
+  readonly move?: {
+    readonly from: number;
+    readonly to: number;
+    readonly target: string;
+    /** undefined: until it commits; "none": --no-wait (return once begun). */
+    readonly waitMs: number | undefined | "none";
+  };
+}
+
 export type Invocation =
   | { readonly kind: "help"; readonly command: CommandName | undefined }
   | { readonly kind: "version" }
   | RunCommand
   | StatusCommand
-  | LocksCommand;
+  | LocksCommand
+  | SlotsCommand;
 
-export const COMMANDS = ["run", "status", "locks"] as const;
+export const COMMANDS = ["run", "status", "locks", "slots"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export const DEFAULTS = Object.freeze({
@@ -136,22 +151,27 @@ export const FLAGS = {
   admin: {
     type: "string",
     env: "LOCK_ADMIN",
-    for: ["status", "locks"],
+    for: ["status", "locks", "slots"],
     help: "comma-separated lockd admin server host:port (https://host:port for HTTPS)",
   },
   "admin-token-file": {
     type: "string",
     env: "LOCK_ADMIN_TOKEN_FILE",
-    for: ["status", "locks"],
+    for: ["status", "locks", "slots"],
     help: "file with the admin bearer token (or the token itself in LOCK_ADMIN_TOKEN)",
   },
   timeout: {
     type: "string",
     env: undefined,
-    for: ["status", "locks"],
+    for: ["status", "locks", "slots"],
     help: "how long each node may take to answer (default 3s)",
   },
-  json: { type: "boolean", env: undefined, for: ["status", "locks"], help: "print JSON instead of a table" },
+  json: {
+    type: "boolean",
+    env: undefined,
+    for: ["status", "locks", "slots"],
+    help: "print JSON instead of a table",
+  },
   lease: {
     type: "string",
     env: undefined,
@@ -161,14 +181,20 @@ export const FLAGS = {
   wait: {
     type: "string",
     env: undefined,
-    for: ["run"],
-    help: "give up after waiting this long for the lock, also while lockd restarts (default: as long as it takes)",
+    for: ["run", "slots"],
+    help: "give up after waiting this long for the lock (also while lockd restarts), or for a slot move to commit (default: as long as it takes)",
   },
   "no-wait": {
     type: "boolean",
     env: undefined,
-    for: ["run"],
-    help: "do not wait: exit 80 at once if the lock is held",
+    for: ["run", "slots"],
+    help: "do not wait: exit 80 at once if the lock is held; return once a slot move is begun",
+  },
+  to: {
+    type: "string",
+    env: undefined,
+    for: ["slots"],
+    help: "lock slots move: the cluster the slots go to",
   },
   shared: {
     type: "boolean",
@@ -260,7 +286,40 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
         limit: values.limit === undefined ? DEFAULTS.limit : parseLimit(values.limit),
       };
     }
+    case "slots":
+      return slotsCommand(values, rest, connection);
   }
+}
+
+function slotsCommand(values: Values, rest: readonly string[], connection: ConnectionFlags): SlotsCommand {
+  if (connection.admin.length === 0)
+    throw usageError("lock slots reads lockd's admin server: give --admin host:port (or LOCK_ADMIN)");
+  const json = values.json === true;
+  const [verb, range, ...extra] = rest;
+  if (verb === undefined) {
+    if (values.to !== undefined || values.wait !== undefined || values["no-wait"])
+      throw usageError("--to, --wait and --no-wait are for lock slots move");
+    return { kind: "slots", connection, json };
+  }
+  if (verb !== "move") throw usageError(`lock slots takes nothing or move, got ${JSON.stringify(verb)}`);
+  if (range === undefined || extra.length > 0)
+    throw usageError("lock slots move takes one range: lock slots move FROM[-TO] --to CLUSTER");
+  const match = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(range);
+  const from = Number(match?.[1]);
+  const to = match?.[2] === undefined ? from : Number(match[2]);
+  if (match === null || from > to || to >= KEY_SLOTS)
+    throw usageError(
+      `lock slots move: expected slots FROM[-TO] from 0 to ${KEY_SLOTS - 1}, got ${JSON.stringify(range)}`,
+    );
+  if (values.to === undefined) throw usageError("lock slots move needs --to CLUSTER");
+  if (values["no-wait"] && values.wait !== undefined) throw usageError("give --wait or --no-wait, not both");
+  let waitMs: number | undefined | "none";
+  if (values["no-wait"]) waitMs = "none";
+  else if (values.wait !== undefined) {
+    waitMs = parseDuration(values.wait, "--wait");
+    if (waitMs === 0) throw usageError("--wait must be more than 0 (--no-wait does not wait)");
+  }
+  return { kind: "slots", connection, json, move: { from, to, target: values.to, waitMs } };
 }
 
 function isCommand(name: string): name is CommandName {

@@ -4,6 +4,7 @@ import { helpText } from "./help.js";
 import { listLocks } from "./locks.js";
 import { runUnderLock } from "./run.js";
 import { loadSettings, type ReadFile } from "./settings.js";
+import { slots } from "./slots.js";
 import { showStatus } from "./status.js";
 
 export interface CliIo {
@@ -32,6 +33,8 @@ export async function cli(argv: readonly string[], io: CliIo): Promise<number> {
         return await showStatus(invocation, loadSettings(invocation.connection, io.readFile), io);
       case "locks":
         return await listLocks(invocation, loadSettings(invocation.connection, io.readFile), io);
+      case "slots":
+        return await slots(invocation, loadSettings(invocation.connection, io.readFile), io);
     }
   } catch (error) {
     if (!(error instanceof CliError)) throw error;

@@ -5,6 +5,8 @@ const USAGE = {
   run: "lock run KEY [--lease 30s] [--wait 10s | --no-wait] [--kill-after 5s] -- command [args...]",
   status: "lock status [--json] [--admin [https://]host:port,...]",
   locks: "lock locks --admin [https://]host:port,... [--prefix P] [--limit N] [--json]",
+  slots:
+    "lock slots --admin [https://]host:port,... [--json]  |  lock slots move FROM[-TO] --to CLUSTER [--wait D | --no-wait]",
 } as const satisfies Record<CommandName, string>;
 
 const ABOUT = {
@@ -18,6 +20,10 @@ const ABOUT = {
     "address); with --admin also liveness, replication lag and grants/s from each node's /status.\n" +
     "A node that does not answer is shown as DOWN. Exits 83 only when no node answered.",
   locks: "Lists held keys with their token, lease left, waiters and holder, from the active's admin server.",
+  slots:
+    "Shows the slot map of several clusters over one key space (which cluster serves which slots, moves\n" +
+    "in progress). `move` begins moving slots FROM-TO to another cluster and waits until the source\n" +
+    "cluster has drained them and committed the move (exit 81 if --wait runs out first; the move goes on).",
 } as const satisfies Record<CommandName, string>;
 
 /** `lock --help` / `lock COMMAND --help`. */
@@ -58,6 +64,7 @@ function valueName(flag: string): string {
   if (flag === "admin") return "[https://]HOST:PORT,...";
   if (flag === "prefix") return "P";
   if (flag === "limit") return "N";
+  if (flag === "to") return "CLUSTER";
   if (DURATION_FLAGS.has(flag)) return "DURATION";
   return "VALUE";
 }

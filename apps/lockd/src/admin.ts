@@ -1,4 +1,4 @@
-import { type LockServer, SecretChecker } from "@lock/server";
+import { type CoordinationStore, type LockServer, SecretChecker } from "@lock/server";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { HostPort } from "./address.js";
 import type { ClusterLog } from "./cluster-log.js";
@@ -6,6 +6,7 @@ import { epochAheadStatus } from "./epoch-ahead.js";
 import { listLocks, registerLocksRoute } from "./locks-route.js";
 import type { LockdMetrics } from "./metrics.js";
 import { readiness } from "./readiness.js";
+import { registerSlotsRoutes, slotsStatus } from "./slots-route.js";
 import type { StatusHistory } from "./status-history.js";
 import { registerStatusPage, STATUS_PAGE_PATHS } from "./status-page.js";
 import type { KeyPair } from "./tls-files.js";
@@ -26,6 +27,8 @@ export interface AdminDeps {
    * `Authorization: Bearer <adminToken>`.
    */
   readonly adminToken?: string | undefined;
+  /** With `--coordinator`: the store, where `POST /slots/moves` begins a move. */
+  readonly store?: CoordinationStore | undefined;
 }
 
 /**
@@ -72,26 +75,6 @@ function nodeStatusNow({ server, history, clusterLog, version }: AdminDeps) {
     slots: slotsStatus(server),
     mostContended: node.mostContended(CONTENDED_SHOWN),
     recentChanges: clusterLog.recent(),
-  };
-}
-
-/**
- * With `--slot-map`: this node's cluster, and the map in force (null until read from the store):
- * its version, every cluster's addresses and the ranges, moving ones with their target.
- */
-function slotsStatus(server: LockServer) {
-  const gate = server.slots;
-  if (!gate) return null;
-  const map = gate.map;
-  return {
-    cluster: gate.cluster,
-    map: map
-      ? {
-          version: map.version.toString(),
-          clusters: Object.fromEntries(map.clusters),
-          ranges: map.ranges.map((range) => ({ ...range, movingTo: range.movingTo ?? null })),
-        }
-      : null,
   };
 }
 
@@ -151,7 +134,8 @@ const PUBLIC_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", ...STA
 
 /**
  * The HTTP admin server: health, readiness, status, history, lock listing, Prometheus metrics and the
- * live status page. Read-only. With an admin token, only the probes and the page's files answer
+ * live status page, and the slot map (`/slots`; `POST /slots/moves` begins a move, the one write:
+ * docs/operations.md, "Moving slots"). With an admin token, only the probes and the page's files answer
  * without it: a load balancer's checks need no secret, and the page asks for the token itself.
  */
 export async function buildAdmin(deps: AdminDeps, https?: KeyPair): Promise<FastifyInstance> {
@@ -168,6 +152,7 @@ export async function buildAdmin(deps: AdminDeps, https?: KeyPair): Promise<Fast
   app.get("/status", async () => nodeStatus(deps));
   app.get("/history", async () => nodeHistory(deps));
   registerLocksRoute(app, deps.server);
+  registerSlotsRoutes(app, deps.server, deps.store);
   app.get("/metrics", async (_request, reply) => {
     reply.header("content-type", deps.metrics.registry.contentType);
     return deps.metrics.registry.metrics();

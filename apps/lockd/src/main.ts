@@ -87,6 +87,7 @@ async function main(): Promise<void> {
           clusterLog,
           version,
           adminToken: config.adminToken,
+          store: coordination?.store,
         },
         config.adminTls,
       )

@@ -1,36 +1,17 @@
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { openCoordinationStore } from "@lock/coordinator";
 import { SlotMap } from "@lock/protocol";
 import { SLOT_MAP_DOCUMENT } from "@lock/server";
-import { EtcdCluster, LineClients, LockdCluster } from "@lock/testkit";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { LockdCluster } from "@lock/testkit";
+import { describe, expect, it } from "vitest";
+import { slotClusters } from "./slot-clusters.test.support.js";
 
 /**
  * Several clusters over one key space, with real lockd processes and a real etcd
  * (docs/protocol.md, "Key slots"): `--slot-map` seeds the store, the store's map is in force, and
  * a node redirects another cluster's keys with `S`.
  */
-let etcd: EtcdCluster;
-const clusters: LockdCluster[] = [];
-const clients = new LineClients();
-const dirs: string[] = [];
-
-beforeAll(async () => {
-  etcd = await EtcdCluster.start({ members: 1 });
-}, 30_000);
-
-afterEach(async () => {
-  clients.closeAll();
-  for (const cluster of clusters.splice(0)) await cluster.dispose();
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-afterAll(async () => {
-  await etcd?.dispose();
-});
+const harness = slotClusters();
+const clients = harness.lines;
 
 const MAP = {
   clusters: { east: ["127.0.0.1:17001"], west: ["127.0.0.1:17101", "127.0.0.1:17102"] },
@@ -40,36 +21,11 @@ const MAP = {
   ],
 };
 
-function mapFile(map: object): string {
-  const dir = mkdtempSync(join(tmpdir(), "lockd-slots-"));
-  dirs.push(dir);
-  const path = join(dir, "slots.json");
-  writeFileSync(path, JSON.stringify(map));
-  return path;
-}
-
-async function startEast(url: string, map: object): Promise<LockdCluster> {
-  const cluster = await LockdCluster.start({
-    nodes: 1,
-    args: [
-      "--coordinator",
-      url,
-      "--cluster-name",
-      "east",
-      "--coordinator-lease",
-      "1",
-      "--slot-map",
-      mapFile(map),
-    ],
-  });
-  clusters.push(cluster);
-  await cluster.settled();
-  return cluster;
-}
+const startEast = (url: string, map: object): Promise<LockdCluster> => harness.start(url, "east", [], map);
 
 describe("lockd --slot-map (several clusters over one key space)", () => {
   it("seeds the store with its file, serves its own slots, redirects the others', and follows the store's changes", async () => {
-    const url = `etcd://${etcd.endpoints.join(",")}/lock-test-${randomBytes(4).toString("hex")}/`;
+    const url = harness.coordinatorUrl();
     const east = await startEast(url, MAP);
     const c = await clients.connect(east.nodes[0]!.port);
     // "bar" is slot 5061 (east's), "foo" slot 12182 (west's).
@@ -110,7 +66,7 @@ describe("lockd --slot-map (several clusters over one key space)", () => {
   });
 
   it("a node started with another file follows the map already in the store", async () => {
-    const url = `etcd://${etcd.endpoints.join(",")}/lock-test-${randomBytes(4).toString("hex")}/`;
+    const url = harness.coordinatorUrl();
     const store = openCoordinationStore(url);
     try {
       const first = SlotMap.fromDocument(1n, JSON.stringify(MAP));
@@ -126,7 +82,7 @@ describe("lockd --slot-map (several clusters over one key space)", () => {
   });
 
   it("refuses a map file that breaks a rule, or does not name this cluster, before it starts", async () => {
-    const url = `etcd://${etcd.endpoints.join(",")}/lock-test-${randomBytes(4).toString("hex")}/`;
+    const url = harness.coordinatorUrl();
     await expect(startEast(url, { ...MAP, ranges: [{ from: 0, to: 100, cluster: "east" }] })).rejects.toThrow(
       /SLOT_MAP_INVALID: slots 101-16383 belong to no cluster/,
     );

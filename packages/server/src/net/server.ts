@@ -13,6 +13,7 @@ import {
   type Cluster,
   type ClusterEvents,
   type ClusterNode,
+  type ClusterServerHooks,
   type ClusterTiming,
   type CoordinationOptions,
   createClusterNode,
@@ -441,17 +442,7 @@ function buildNode(
           },
         }
       : {}),
-    hooks: {
-      redirectPending: (address) => {
-        for (const connection of connections) connection.redirectPending(address);
-      },
-      pauseClients: () => {
-        for (const connection of connections) connection.pauseReading();
-      },
-      resumeClients: () => {
-        for (const connection of connections) connection.resumeReading();
-      },
-    },
+    hooks: connectionHooks(connections),
     events: {
       roleChanged: cluster.events?.roleChanged ?? (() => {}),
       following: cluster.events?.following ?? (() => {}),
@@ -468,6 +459,21 @@ function buildNode(
         : {}),
     },
   });
+}
+
+/** What the cluster's role changes need of the server's connections. */
+function connectionHooks(connections: ReadonlySet<ClientConnection>): ClusterServerHooks {
+  return {
+    redirectPending: (address) => {
+      for (const connection of connections) connection.redirectPending(address);
+    },
+    pauseClients: () => {
+      for (const connection of connections) connection.pauseReading();
+    },
+    resumeClients: () => {
+      for (const connection of connections) connection.resumeReading();
+    },
+  };
 }
 
 /**
