@@ -17,6 +17,12 @@ export interface ClusterServerHooks {
    * active (it serves once this returns, unless something holds it). A slot map's re-read starts here.
    */
   leaseTaken?(): void;
+  /**
+   * With a coordinator: this node is about to ask for the lease, and the epochs that come with it
+   * from the store's counter. The callback it returns, if any, runs once the epoch is in use (a slot
+   * map's gains known before the request are then covered by it: SlotGate.epochInUse).
+   */
+  askingLease?(): (() => void) | undefined;
 }
 
 export interface ClusterOptions {

@@ -93,6 +93,11 @@ function slotMoveHooks(
   return {
     hooks: {
       ...options.hooks,
+      // Gains read before the lease's epochs were asked for are covered by them: no extra raise.
+      askingLease: () => {
+        const ticket = slots.gate.epochTicket();
+        return () => slots.gate.epochInUse(ticket);
+      },
       leaseTaken: () => {
         options.hooks.leaseTaken?.();
         rereadSlotMap(store, slots.gate, timers, (error) =>

@@ -307,12 +307,14 @@ export class RoleChanges {
     // Meanwhile clients get NO_ACTIVE here, not a redirect to the active it replaces (which may
     // send them straight back while it learns of this node).
     this.follow(undefined);
+    const epochInUse = this.#deps.hooks.askingLease?.();
     ownership.acquire(node.highestEpoch).then(
       (result) => {
         // A snapshot that began loading while the lease was asked for is served whole: this node
         // stays busy (clients paused, if they were) until it is.
-        if (result.owned) this.#deps.standby.afterLoad(() => this.#leaseAnswered(ownership, reason, result));
-        else this.#leaseAnswered(ownership, reason, result);
+        const answered = () => this.#leaseAnswered(ownership, reason, result, epochInUse);
+        if (result.owned) this.#deps.standby.afterLoad(answered);
+        else answered();
       },
       (error: unknown) => {
         this.#busy = false;
@@ -323,7 +325,12 @@ export class RoleChanges {
   }
 
   /** The store answered a promotion's request for the lease (`#promoteWithLease`). */
-  #leaseAnswered(ownership: Ownership, reason: string, result: AcquireResult): void {
+  #leaseAnswered(
+    ownership: Ownership,
+    reason: string,
+    result: AcquireResult,
+    epochInUse: (() => void) | undefined,
+  ): void {
     const node = this.#deps.node;
     this.#busy = false;
     if (!result.owned) {
@@ -339,6 +346,7 @@ export class RoleChanges {
       // predecessor committed (docs/consistency.md, "Moving slots").
       this.#deps.hooks.leaseTaken?.();
       node.useEpoch(result.epoch);
+      epochInUse?.();
       if (!ownership.valid()) node.hold("lease");
       this.#deps.apply(this.#becomeActive(reason, result.epoch));
     }
