@@ -267,6 +267,8 @@ describe.skipIf(!available)("status page of a cluster, item by item", () => {
       );
       expect(await page.textContent("#epoch .epoch-readable")).toMatch(/^node 0 · \d\d:\d\d:\d\d/);
       expect(await page.textContent("#epoch")).not.toMatch(/^\d+$/);
+      // Without --slot-map there is no slots panel (status-page-slots.test.ts shows it with one).
+      expect(await page.isHidden("#slots-panel")).toBe(true);
       const nodeEpoch = await page.textContent(`#nodes tr[data-node="${cluster.advertised(2)}"] td.epoch`);
       expect(nodeEpoch).toMatch(/^node 0 · /);
       // The chart: the active's grants as this standby replicated them, not a flat line.

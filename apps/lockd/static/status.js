@@ -6,6 +6,7 @@
 import { renderChart } from "./status-chart.js";
 import { clockText, epochText, epochTitle, formatCount, formatMs, formatRate } from "./status-format.js";
 import { HoldersView } from "./status-holders.js";
+import { renderSlots } from "./status-slots.js";
 
 const POLL_MS = 1000;
 /** Without an answer for this long, the page says so in red: the node may be down. */
@@ -253,6 +254,8 @@ function render(status, history) {
   $("dashboard").hidden = false;
   renderSummary(status);
   renderNodes(status);
+  // A lockd older than slot maps sends no `slots`: no panel, as without --slot-map.
+  renderSlots(status.slots ?? null, cell);
   renderContended(status);
   renderChanges(status);
   renderChart($("chart"), history);
