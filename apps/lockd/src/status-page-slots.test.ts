@@ -67,6 +67,8 @@ describe.skipIf(!available)(`status page's slots panel in Chromium (${CHROMIUM_P
     expect(await page.textContent("#slots-version")).toBe(`· map version ${version}`);
     expect(await page.textContent(`#slot-clusters tr[data-cluster="west"] .address`)).toBe(address(west));
     expect(await page.isVisible("#slot-moves-none")).toBe(true);
+    // A coordinated cluster's epochs are the store counter's numbers, not a node and a round.
+    expect(await page.textContent("#epoch .epoch-readable")).toMatch(/^store epoch [1-9]\d*$/);
     expect(await page.getAttribute("#slots-bar", "aria-label")).toBe(
       "slots 0-16383 by cluster: east 0-8191; west 8192-16383",
     );

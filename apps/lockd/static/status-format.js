@@ -5,6 +5,16 @@ const ROUND_ORIGIN_MS = Date.UTC(2026, 0, 1);
 const SEQUENCE_BITS = 24n;
 const NODE_ID_BITS = 8n;
 
+/**
+ * With a coordinator, epochs are numbers from the store's counter, not a node and a round: they are
+ * shown as they are. Set by the page from each /status (`coordinator` present or not).
+ */
+let storeEpochs = false;
+
+export function useStoreEpochs(on) {
+  storeEpochs = on;
+}
+
 /** `epoch` (a decimal string) as its parts: the node that took it and when (its round). */
 export function epochParts(epoch) {
   const value = BigInt(epoch);
@@ -14,9 +24,10 @@ export function epochParts(epoch) {
   };
 }
 
-/** "node 1 · 14:02:11" (and the day when it is not today); "none yet" for 0. */
+/** "node 1 · 14:02:11" (and the day when it is not today), "store epoch 7" with a coordinator; "none yet" for 0. */
 export function epochText(epoch) {
   if (epoch === "0" || epoch === undefined || epoch === null) return "none yet";
+  if (storeEpochs) return `store epoch ${epoch}`;
   const { nodeId, takenAt } = epochParts(epoch);
   return `node ${nodeId} · ${clockText(takenAt)}`;
 }
@@ -24,6 +35,7 @@ export function epochText(epoch) {
 /** The raw epoch and how it reads, for a title attribute. */
 export function epochTitle(epoch) {
   if (epoch === "0") return "no epoch: this node follows no active yet";
+  if (storeEpochs) return `epoch ${epoch}, taken from the coordinator's counter`;
   const { nodeId, takenAt } = epochParts(epoch);
   const round = BigInt(epoch) >> NODE_ID_BITS;
   return `epoch ${epoch} = round ${round} (${new Date(takenAt).toISOString()}) × 256 + node id ${nodeId}`;

@@ -4,7 +4,15 @@
 // from the server goes in with textContent, never as HTML: key names are client-chosen.
 
 import { renderChart } from "./status-chart.js";
-import { clockText, epochText, epochTitle, formatCount, formatMs, formatRate } from "./status-format.js";
+import {
+  clockText,
+  epochText,
+  epochTitle,
+  formatCount,
+  formatMs,
+  formatRate,
+  useStoreEpochs,
+} from "./status-format.js";
 import { HoldersView } from "./status-holders.js";
 import { renderSlots } from "./status-slots.js";
 
@@ -252,6 +260,7 @@ function render(status, history) {
   everAnswered = true;
   $("login").hidden = true;
   $("dashboard").hidden = false;
+  useStoreEpochs(Boolean(status.coordinator));
   renderSummary(status);
   renderNodes(status);
   // A lockd older than slot maps sends no `slots`: no panel, as without --slot-map.
