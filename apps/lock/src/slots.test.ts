@@ -52,9 +52,12 @@ async function fakeAdmin(post: [number, unknown], maps: ReadonlyArray<typeof hal
     }
     if (request.url !== "/slots") return reply(404, { error: "not found" });
     const ranges = maps[Math.min(gets, maps.length - 1)]!;
+    // While the move drains, the source's active says how many of its keys still have holders.
+    const heldKeys = maps.slice(gets).filter((map) => map === moving).length;
     gets += 1;
     reply(200, {
       cluster: "east",
+      drain: ranges === moving ? { heldKeys } : null,
       map: { version: String(5 + Math.min(gets, maps.length)), clusters, ranges },
     });
   });
@@ -107,7 +110,11 @@ describe("lock slots", () => {
     expect(code).toBe(0);
     expect(admin.posted).toEqual([{ from: 100, to: 199, target: "west" }]);
     expect(stdout[0]).toBe("moving slots 100-199 from east to west (map version 6)");
-    expect(stdout[1]).toMatch(/^committed: slots 100-199 are west's \(map version 8\) after \d/);
+    expect(stdout.slice(1, 3)).toEqual([
+      "waiting for 2 held keys there (released, or their leases run out)",
+      "waiting for 1 held key there (released, or their leases run out)",
+    ]);
+    expect(stdout[3]).toMatch(/^committed: slots 100-199 are west's \(map version 8\) after \d/);
   });
 
   it("move: --no-wait returns once begun; --wait gives up with 81 while the move goes on", async () => {

@@ -20,6 +20,8 @@ interface SlotRange {
 /** lockd's `GET /slots` body. */
 interface SlotsStatus {
   readonly cluster: string;
+  /** On the active of a move's source: what is left before it commits. */
+  readonly drain?: { readonly heldKeys: number } | null;
   readonly map: {
     readonly version: string;
     readonly clusters: Record<string, string[]>;
@@ -68,6 +70,7 @@ async function moveSlots(
     return 0;
   }
   const deadline = move.waitMs === undefined ? Number.POSITIVE_INFINITY : started + move.waitMs;
+  let lastHeld: number | undefined;
   for (let attempt = 0; ; attempt += 1) {
     const seen = await readSlots(settings, attempt).catch(() => undefined);
     const map = seen?.status.map;
@@ -82,6 +85,13 @@ async function moveSlots(
       return 0;
     }
     if (map) ensureStillMoving(map.ranges, move, span);
+    const held = seen?.status.drain?.heldKeys;
+    if (!json && held !== undefined && held > 0 && held !== lastHeld) {
+      io.stdout(
+        `waiting for ${held} held key${held === 1 ? "" : "s"} there (released, or their leases run out)\n`,
+      );
+      lastHeld = held;
+    }
     if (performance.now() + POLL_MS > deadline)
       throw new CliError(
         "WAIT_TIMEOUT",

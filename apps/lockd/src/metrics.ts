@@ -117,6 +117,11 @@ export class LockdMetrics implements ServerObserver {
       "How long this node's ownership lease stays valid by its clock (0 without one)",
       (server) => (server.cluster?.ownership?.remainingMs() ?? 0) / 1000,
     );
+    this.#gauge(
+      "lockd_slot_move_held_keys",
+      "On the active of a slot move's source: keys of the moving slots that still have holders (the move commits at 0)",
+      (server) => server.slotMoves?.draining()?.heldKeys ?? 0,
+    );
     const metrics = this;
     new Gauge({
       name: "lockd_replication_lag_ops",

@@ -75,7 +75,7 @@ describe("moving a slot between clusters", () => {
     expect(keySlot(key)).toBe(SLOT);
 
     // Client 1 holds the key at east (a short lease), writes, then stalls: it never extends again.
-    const stalled = await client().acquire(key, { leaseMs: 1_500, waitMs: 5_000 });
+    const stalled = await client().acquire(key, { leaseMs: 3_000, waitMs: 5_000 });
     expect(await write(stalled.token)).toBe("accepted");
     // Client 2 waits for it; so does a waiter on another key of the slot, held by a third client.
     const other = `{bar}:other-${resource}`;
@@ -94,6 +94,16 @@ describe("moving a slot between clusters", () => {
     await expect.poll(() => eastProbe.request(`Y {bar}:fresh 1`)).toMatch(/^E Y \{bar\}:fresh SLOT_MOVING /);
     await expect(stalled.extend(1_500)).rejects.toMatchObject({ serverCode: "SLOT_MOVING" });
     expect(await otherHolder.release()).toBe(true);
+    // East's active says what is left to drain: the stalled holder's key.
+    const drain = async () =>
+      (
+        (await (await fetch(`http://127.0.0.1:${east.nodes[0]!.adminPort}/slots`)).json()) as {
+          drain: unknown;
+        }
+      ).drain;
+    await expect
+      .poll(drain)
+      .toMatchObject({ heldKeys: 1, ranges: [{ from: SLOT, to: SLOT, movingTo: "west" }] });
     // Nothing is granted in the slot before the commit: the stalled holder's lease must run out.
     expect(await westProbe.request(`Y ${key} 1`)).toMatch(/^S Y .* east /);
     await committedTo("west");

@@ -21,8 +21,18 @@ export function slotsStatus(server: LockServer) {
   const gate = server.slots;
   if (!gate) return null;
   const map = gate.map;
+  const drain = server.slotMoves?.draining();
   return {
     cluster: gate.cluster,
+    // On the active of a move's source: what is left before it commits.
+    drain: drain
+      ? {
+          ranges: drain.ranges.map(({ from, to, movingTo }) => ({ from, to, movingTo })),
+          scanning: drain.scanning,
+          heldKeys: drain.heldKeys,
+          committing: drain.committing,
+        }
+      : null,
     map: map
       ? {
           version: map.version.toString(),

@@ -132,7 +132,8 @@ export class LockServer {
   /** How peer links dial, when they use TLS: replaced by `reloadTls`, read at each dial. */
   readonly #peerTls: PeerTls;
   #closing: Promise<void> | undefined;
-  readonly #slotMoves: SlotMoves | undefined;
+  /** With a slot map and a coordinator: this node's part in slot moves (what it drains, for /slots). */
+  readonly slotMoves: SlotMoves | undefined;
   #idleSweep: NodeJS.Timeout | undefined;
 
   private constructor(
@@ -151,7 +152,7 @@ export class LockServer {
     this.node = built.node;
     this.cluster = built.cluster;
     this.slots = built.slots;
-    this.#slotMoves = built.slotMoves;
+    this.slotMoves = built.slotMoves;
     this.#connections = connections;
     this.#server = server;
     this.limits = limits;
@@ -357,7 +358,7 @@ export class LockServer {
     // A cluster's active hands its role to a standby first, so clients move with no gap.
     const cluster = this.cluster;
     if (cluster) await new Promise<void>((resolve) => cluster.stop(resolve));
-    this.#slotMoves?.close();
+    this.slotMoves?.close();
     if (this.node.role === "standby" && this.node.activeAddress !== undefined) await readWhatArrived();
     const stopped = new Promise<void>((resolve) => this.#server.close(() => resolve()));
     this.#handshakes.destroyAll();

@@ -92,6 +92,23 @@ export class SlotMoves {
     options.gate.onChange(() => this.step());
   }
 
+  /**
+   * The move this node drains as its cluster's active, for operators: the ranges, whether the table
+   * is still being scanned, and how many keys there still have holders. Undefined when none.
+   */
+  draining():
+    | { ranges: readonly OutgoingRange[]; scanning: boolean; heldKeys: number; committing: boolean }
+    | undefined {
+    const drain = this.#drain;
+    if (drain === undefined) return undefined;
+    return {
+      ranges: drain.ranges,
+      scanning: drain.scan !== undefined,
+      heldKeys: drain.held.size,
+      committing: drain.committing,
+    };
+  }
+
   /** Looks again now: the map or this node's role changed. */
   step(): void {
     this.#timer?.cancel();
