@@ -217,9 +217,11 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
         }
         return;
       case "S":
-        // Another cluster serves the key: the router sends the same request (same id) there.
-        this.#ctx.router.slotMoved?.(ticket, reply);
-        if (++this.#redirects > MAX_REDIRECTS) {
+        // Another cluster serves the key: the router sends the same request (same id) there. Or a
+        // node behind the client's map (a move's commit not read yet): ask it again shortly.
+        if (this.#ctx.router.slotMoved?.(ticket, reply) === false) {
+          this.#backOff(undefined, ticket.connection?.address);
+        } else if (++this.#redirects > MAX_REDIRECTS) {
           this.#fail(new ProtocolError(`more than ${MAX_REDIRECTS} redirects for ${this.spec.key}`));
         } else {
           this.#attempt(undefined);

@@ -113,8 +113,10 @@ export class RetryingRequest implements ReplyHandler, Linked {
       return;
     }
     if (reply.kind === "S") {
-      this.#router.slotMoved?.(ticket, reply);
-      if (++this.#redirects > MAX_REDIRECTS) {
+      // A node behind the client's map would send it straight back here: ask again shortly.
+      if (this.#router.slotMoved?.(ticket, reply) === false) {
+        this.#retryLater(ticket.connection?.address);
+      } else if (++this.#redirects > MAX_REDIRECTS) {
         this.#end(new ProtocolError(`more than ${MAX_REDIRECTS} redirects for ${this.request.op}`));
       } else {
         this.#attempt(undefined);
