@@ -41,8 +41,11 @@ export class SlotOperator {
   /** Settling its promises runs its code in continuations: the world must let them run. */
   readonly #ran: () => void;
   #busy = 0;
-  /** Moves begun, compare-and-set misses, moves given up: what the nemesis got done. */
-  readonly counts = { begun: 0, casMisses: 0, gaveUp: 0 };
+  /**
+   * What the nemesis got done: moves begun, compare-and-set misses, moves back skipped (another
+   * move changed their span meanwhile), and moves given up (not begun, or not committed, in time).
+   */
+  readonly counts = { begun: 0, casMisses: 0, skipped: 0, gaveUp: 0 };
   log: ((line: string) => void) | undefined;
 
   constructor(store: SimStore, scheduler: Scheduler, initial: SlotMap, ran: () => void) {
@@ -107,7 +110,10 @@ export class SlotOperator {
       if (unsure && isMoving(map, unsure)) return this.#begun(unsure);
       unsure = undefined;
       const span = pick(map);
-      if (span === undefined) break;
+      if (span === undefined) {
+        this.counts.skipped += 1;
+        return undefined;
+      }
       if (span === "wait") {
         await this.#sleep(RETRY_MS);
         continue;
@@ -123,7 +129,7 @@ export class SlotOperator {
       }
     }
     this.counts.gaveUp += 1;
-    this.log?.("operator: gave a move up");
+    this.log?.("operator: gave up beginning a move");
     return undefined;
   }
 
@@ -142,6 +148,7 @@ export class SlotOperator {
       await this.#sleep(RETRY_MS);
     }
     this.counts.gaveUp += 1;
+    this.log?.(`operator: gave up waiting for slots ${span.from}-${span.to} to move`);
     return false;
   }
 
