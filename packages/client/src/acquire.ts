@@ -217,9 +217,11 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
         }
         return;
       case "S":
-        // Another cluster serves the key: the router sends the same request (same id) there.
-        this.#ctx.router.slotMoved?.(ticket, reply);
-        if (++this.#redirects > MAX_REDIRECTS) {
+        // Another cluster serves the key: the router sends the same request (same id) there. Or a
+        // node behind the client's map (a move's commit not read yet): ask it again shortly.
+        if (this.#ctx.router.slotMoved?.(ticket, reply) === false) {
+          this.#backOff(undefined, ticket.connection?.address, false);
+        } else if (++this.#redirects > MAX_REDIRECTS) {
           this.#fail(new ProtocolError(`more than ${MAX_REDIRECTS} redirects for ${this.spec.key}`));
         } else {
           this.#attempt(undefined);
@@ -282,15 +284,16 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
 
   /**
    * Asks again after `retryIntervalMs`, if the wait allows: the cluster is between actives. Sooner if
-   * a node other than `stuckAt` (the one that cannot serve it now) turns out to be the active.
+   * a node other than `stuckAt` (the one that cannot serve it now) turns out to be the active,
+   * unless not `wakeEarly` (only time helps a node behind the slot map).
    */
-  #backOff(error: Error | undefined, stuckAt: string | undefined): void {
+  #backOff(error: Error | undefined, stuckAt: string | undefined, wakeEarly = true): void {
     this.#redirects = 0;
     if (this.#ctx.timers.clock.now() + this.#ctx.retryIntervalMs >= this.#deadline) {
       this.#fail(new LockTimeoutError(this.spec.key, this.spec.waitMs, { cause: error }));
     } else {
       this.#timer = this.#ctx.timers.after(this.#ctx.retryIntervalMs, () => this.#attempt(undefined));
-      this.#wake = this.#ctx.router.whenActive(() => this.#attempt(undefined), stuckAt);
+      if (wakeEarly) this.#wake = this.#ctx.router.whenActive(() => this.#attempt(undefined), stuckAt);
     }
   }
 

@@ -1,6 +1,6 @@
 import { keySlot, type LockMode, type Request } from "@lock/protocol";
 import { type AcquireContext, AcquireOp, type AcquireSpec } from "./acquire.js";
-import { AbortError, ClientClosedError, type LockLostError, ProtocolError } from "./errors.js";
+import { AbortError, ClientClosedError, LockLostError, LockServerError, ProtocolError } from "./errors.js";
 import { type ClientEventListener, type ClientEventName, Emitter } from "./events.js";
 import { RequestIds } from "./ids.js";
 import { LinkedSet } from "./linked-set.js";
@@ -272,7 +272,11 @@ export class LockClient implements AsyncDisposable {
       },
       (error: unknown) => {
         lock.release().catch(() => {});
-        throw error;
+        // Refused with a code (SLOT_MOVING: the key's slot began moving to another cluster, which
+        // extends nothing there): lost all the same, as refused refreshes are, and released above.
+        throw error instanceof LockServerError
+          ? new LockLostError(key, token, "the server refused to refresh a late grant", { cause: error })
+          : error;
       },
     );
   }

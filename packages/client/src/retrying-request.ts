@@ -113,8 +113,10 @@ export class RetryingRequest implements ReplyHandler, Linked {
       return;
     }
     if (reply.kind === "S") {
-      this.#router.slotMoved?.(ticket, reply);
-      if (++this.#redirects > MAX_REDIRECTS) {
+      // A node behind the client's map would send it straight back here: ask again shortly.
+      if (this.#router.slotMoved?.(ticket, reply) === false) {
+        this.#retryLater(ticket.connection?.address, false);
+      } else if (++this.#redirects > MAX_REDIRECTS) {
         this.#end(new ProtocolError(`more than ${MAX_REDIRECTS} redirects for ${this.request.op}`));
       } else {
         this.#attempt(undefined);
@@ -171,8 +173,11 @@ export class RetryingRequest implements ReplyHandler, Linked {
     return { ...request, id: fresh() } as Request;
   }
 
-  /** Tries again after `intervalMs`, or sooner once a node other than `stuckAt` is the active. */
-  #retryLater(stuckAt?: string): void {
+  /**
+   * Tries again after `intervalMs`, or sooner once a node other than `stuckAt` is the active (unless
+   * not `wakeEarly`: only time helps a node behind the slot map).
+   */
+  #retryLater(stuckAt?: string, wakeEarly = true): void {
     // The cap is on redirects in a row: a paced retry after a failover is not a redirect loop.
     this.#redirects = 0;
     if (this.#giveUp === undefined) {
@@ -188,7 +193,7 @@ export class RetryingRequest implements ReplyHandler, Linked {
       );
     }
     this.#pause = this.#timers.after(this.#policy.intervalMs, () => this.#attempt(undefined));
-    this.#wake = this.#router.whenActive(() => this.#attempt(undefined), stuckAt);
+    if (wakeEarly) this.#wake = this.#router.whenActive(() => this.#attempt(undefined), stuckAt);
   }
 
   #end(error: Error | undefined): void {

@@ -104,15 +104,19 @@ export class SlotRouter implements Router {
 
   /**
    * `S`: the request's slot belongs to `reply.cluster` in map `reply.version`. The next send of a
-   * key of that slot goes there; a map newer than the client's is fetched.
+   * key of that slot goes there; a map newer than the client's is fetched. False if the client's
+   * map, newer than the node's, sends the request right back to the node's cluster (the node has
+   * not read the commit of a move to it yet): sent again at once, it would bounce until the
+   * redirect limit, so it asks again after a pause.
    */
-  slotMoved(ticket: Ticket, reply: SlotRedirectReply): void {
+  slotMoved(ticket: Ticket, reply: SlotRedirectReply): boolean {
     const map = this.#map;
     if (map === undefined || reply.version > map.version) {
       this.#hints.set(reply.slot, reply);
       this.#askForMap(ticket);
     }
     emitRedirect(this.#events, ticket, reply.address);
+    return this.#transportFor(ticket.request) !== (this.#carriedBy.get(ticket) ?? this.home);
   }
 
   close(): void {

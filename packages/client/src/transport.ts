@@ -16,8 +16,12 @@ export interface Router {
   sendAlongside(ticket: Ticket, request: Request, handler: ReplyHandler): Ticket | undefined;
   withdraw(ticket: Ticket): boolean;
   redirected(ticket: Ticket, address: string): void;
-  /** `S`: another cluster serves the request's key; the next send of it goes there (SlotRouter). */
-  slotMoved?(ticket: Ticket, reply: SlotRedirectReply): void;
+  /**
+   * `S`: another cluster serves the request's key; the next send of it goes there (SlotRouter).
+   * False if the next send would go back to the cluster that answered `S`: its node is behind the
+   * client's map (it has not read a move's commit yet), so the request asks again after a pause.
+   */
+  slotMoved?(ticket: Ticket, reply: SlotRedirectReply): boolean;
   served(ticket: Ticket): void;
   draining(ticket: Ticket): void;
   /**

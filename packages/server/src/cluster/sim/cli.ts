@@ -4,23 +4,26 @@ import { parseArgs } from "node:util";
 import { MUTATIONS, type Mutation, type SimResult, simulate } from "./simulator.js";
 
 /**
- * `pnpm sim [--seeds N] [--seed S] [--from F] [--nodes K] [--steps M] [--mutation X] [--coordinated] [--log]`:
+ * `pnpm sim [--seeds N] [--seed S] [--from F] [--nodes K] [--steps M] [--mutation X] [--coordinated] [--clusters C] [--log]`:
  * runs seeded cluster schedules (simulator.ts) and prints, for each failing seed, the command that
  * replays it and the schedule's faults. Exit 1 if any schedule failed.
  */
 const USAGE = `usage: pnpm sim [--seeds N] [--seed S | --from F] [--nodes K] [--steps M] [--clients C]
-                [--mutation none|same-node-id|clock-behind|peer-token-mismatch|writer-beside-reader|fresh-retry-id|lease-overrun]
-                [--coordinated] [--log]
+                [--mutation none|same-node-id|clock-behind|peer-token-mismatch|writer-beside-reader|fresh-retry-id|lease-overrun|skip-epoch-raise]
+                [--coordinated] [--clusters K] [--log]
   --seeds N     schedules to run (default 1000), seeds F, F+1, ...
   --from F      first seed (default: random, printed)
   --seed S      run only seed S (with --log: every role change and grant)
-  --nodes K     cluster size (default 3)
+  --nodes K     cluster size (default 3; with --clusters, of each cluster)
   --steps M     faults per schedule (default 8)
   --mutation X  break a token-epoch rule (same-node-id, clock-behind), the peer handshake
                 (peer-token-mismatch), the lock modes' rule (writer-beside-reader) or the client
                 (fresh-retry-id: retries under a new request id) or the ownership lease (lease-overrun,
-                with --coordinated) on purpose: the checker must then fail
-  --coordinated a store decides who is active (ownership leases, store epochs), with store faults`;
+                with --coordinated) or slot moves (skip-epoch-raise, with --clusters: a cluster serves
+                slots moved to it without a fresh epoch) on purpose: the checker must then fail
+  --coordinated a store decides who is active (ownership leases, store epochs), with store faults
+  --clusters K  K clusters over one key space and one store (implies --coordinated): a slot map,
+                clients that follow S redirects, and slot moves between the clusters (A->B->A too)`;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -33,6 +36,7 @@ async function main(): Promise<number> {
       clients: { type: "string" },
       mutation: { type: "string" },
       coordinated: { type: "boolean" },
+      clusters: { type: "string" },
       log: { type: "boolean" },
       help: { type: "boolean" },
     },
@@ -55,8 +59,9 @@ async function main(): Promise<number> {
   const single = values.seed !== undefined;
   const from = single ? number("seed", values.seed, 0) : number("from", values.from, randomInt(1, 2 ** 31));
   const count = single ? 1 : number("seeds", values.seeds, 1_000);
-  const coordinated = values.coordinated === true;
-  const shape = `--nodes ${nodes} --steps ${steps} --clients ${clients}${mutation === "none" ? "" : ` --mutation ${mutation}`}${coordinated ? " --coordinated" : ""}`;
+  const clusters = number("clusters", values.clusters, 1);
+  const coordinated = values.coordinated === true || clusters > 1;
+  const shape = `--nodes ${nodes} --steps ${steps} --clients ${clients}${mutation === "none" ? "" : ` --mutation ${mutation}`}${clusters > 1 ? ` --clusters ${clusters}` : coordinated ? " --coordinated" : ""}`;
   if (!single) console.log(`seeds ${from}..${from + count - 1} (${shape})`);
   const started = performance.now();
   let failed = 0;
@@ -68,6 +73,7 @@ async function main(): Promise<number> {
       clients,
       mutation,
       coordinated,
+      clusters,
       ...(single && values.log ? { log: (line: string) => console.log(line) } : {}),
     });
     if (result.ok) continue;

@@ -3,11 +3,14 @@ import { describe, expect, it } from "vitest";
 import { History } from "./history.js";
 
 /** Each check of the simulator's checker fails on the history it exists for, and only on it. */
-function history() {
+function history(coordinated = false) {
   let now = 0;
-  const h = new History(() => now);
+  const h = new History(() => now, coordinated);
   return { h, at: (ms: number) => (now = ms) };
 }
+
+/** A grant under its cluster's lease (coordinated runs). */
+const leased = (cluster: string) => ({ leased: true, cluster });
 
 const E1 = 256n + 0n; // round 1, node 0
 const E2 = 512n + 1n; // round 2, node 1
@@ -80,5 +83,25 @@ describe("History (the simulator's checker)", () => {
     expect(h.unsettled()).toEqual(["c c.0 release"]);
     h.released("c", "c.0", "k", 1n, "released");
     expect(h.unsettled()).toEqual([]);
+  });
+
+  it("with a coordinator, each key's tokens rise in grant order across clusters; other keys may interleave", () => {
+    const { h } = history(true);
+    h.issued("a0#1.1", "a0", "k", t(E2, 1), "r1", 1_000, E2, leased("a"));
+    // Another cluster, on its lower epoch, grants another key: allowed.
+    h.issued("b0#1.1", "b0", "j", t(E1, 1), "r2", 1_000, E1, leased("b"));
+    expect(h.failures).toEqual([]);
+    // Then it grants `k` (its slot moved there) below a's grant of it: the move's fence broke.
+    h.issued("b0#1.1", "b0", "k", t(E1, 2), "r3", 1_000, E1, leased("b"));
+    expect(h.failures[0]).toMatch(/k's token went backwards/);
+  });
+
+  it("with a coordinator, two serving nodes fail only if they are of one cluster", () => {
+    const { h } = history(true);
+    h.serving(1, "a");
+    h.serving(1, "b");
+    expect(h.failures).toEqual([]);
+    h.serving(2, "a");
+    expect(h.failures[0]).toMatch(/2 nodes of a serve at once/);
   });
 });

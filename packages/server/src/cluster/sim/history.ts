@@ -16,9 +16,11 @@
  * - after the last heal exactly one node is active and every standby's table equals the active's;
  * - no client operation is left unsettled, and none fails in a way a fault cannot explain (an
  *   acquire or a release refused by the server, a protocol error);
- * - with a coordinator, more: a node grants only while the store says it holds the ownership
- *   lease, never two nodes serve at once (no window at all), and every new token exceeds every
- *   token issued before it, whatever the node knew.
+ * - with a coordinator, more: a node grants only while the store says it holds its cluster's
+ *   ownership lease, never two nodes of a cluster serve at once (no window at all), every new token
+ *   of a cluster exceeds every token it issued before, whatever the node knew, and each key's tokens
+ *   strictly increase in grant order, across clusters and the moves of its slot between them
+ *   (slot-checks.ts checks the rest of several clusters' rules).
  *
  * The client operations are those of the real @lock/client (sim-app.ts), named by the workload
  * (`c0#3`); the grants are what the nodes sent, with request ids named by RequestLabels.
@@ -29,6 +31,8 @@ import { tokenEpoch } from "@lock/protocol";
 interface Issue {
   readonly at: number;
   readonly node: string;
+  /** The granting node's cluster ("" without a coordinator). */
+  readonly cluster: string;
   readonly key: string;
   readonly token: bigint;
   readonly id: string | undefined;
@@ -52,10 +56,13 @@ export class History {
   readonly #inherited = new Map<string, Set<bigint>>();
   /** Terms of nodes that promoted alone, and when. */
   readonly #lonePromotions = new Map<string, number>();
-  #window: number | undefined;
+  /** Per cluster, the window of several serving nodes open now. */
+  readonly #window = new Map<string, number>();
   #windows = 0;
-  /** Coordinated runs: the highest token issued so far. */
-  #highestToken = 0n;
+  /** Coordinated runs: the highest token each cluster issued so far. */
+  readonly #highestToken = new Map<string, bigint>();
+  /** Coordinated runs: each key's latest grant. */
+  readonly #lastOfKey = new Map<string, Issue>();
   readonly counts = {
     grants: 0,
     timeouts: 0,
@@ -92,19 +99,23 @@ export class History {
     if (this.failures.length < 20) this.failures.push(`t=${this.#now().toFixed(1)} ${what}`);
   }
 
-  /** How many nodes serve right now: two or more open a window (closed when fewer serve again). */
-  serving(count: number): void {
-    if (count >= 2 && this.#window === undefined) {
-      this.#window = ++this.#windows;
+  /**
+   * How many nodes of `cluster` serve right now: two or more open a window (closed when fewer serve
+   * again).
+   */
+  serving(count: number, cluster = ""): void {
+    if (count >= 2 && !this.#window.has(cluster)) {
+      this.#window.set(cluster, ++this.#windows);
       this.counts.windows += 1;
-      if (this.#coordinated) this.fail(`${count} nodes serve at once with a coordinator`);
-    } else if (count < 2) this.#window = undefined;
+      if (this.#coordinated)
+        this.fail(`${count} nodes${cluster ? ` of ${cluster}` : ""} serve at once with a coordinator`);
+    } else if (count < 2) this.#window.delete(cluster);
   }
 
   /**
    * `toldEpoch`: the highest epoch that had reached `node` (its own included). `term`: the node's
-   * run as the active, checked against a lone promotion's promise. `leased` (coordinated runs): the
-   * store says `node` holds the ownership lease at this instant.
+   * run as the active, checked against a lone promotion's promise. `coordinator` (coordinated
+   * runs): `node`'s cluster, and whether the store says `node` holds its lease at this instant.
    */
   issued(
     term: string,
@@ -114,10 +125,12 @@ export class History {
     id: string | undefined,
     leaseMs: number,
     toldEpoch: bigint,
-    leased?: boolean,
+    coordinator?: { readonly leased: boolean; readonly cluster: string },
   ): void {
     const at = this.#now();
-    const issue: Issue = { at, node, key, token, id, window: this.#window, leaseEndsAt: at + leaseMs };
+    const cluster = coordinator?.cluster ?? "";
+    const window = this.#window.get(cluster);
+    const issue: Issue = { at, node, cluster, key, token, id, window, leaseEndsAt: at + leaseMs };
     const same = this.#byToken.get(token);
     if (same) {
       if (same.key !== key || same.id === undefined || same.id !== id)
@@ -125,12 +138,7 @@ export class History {
       return; // a replay of the same grant
     }
     this.#byToken.set(token, issue);
-    if (this.#coordinated) {
-      if (leased !== true) this.fail(`${describe(issue)} was granted without the ownership lease`);
-      if (token < this.#highestToken)
-        this.fail(`token went backwards with a coordinator: ${describe(issue)} after ${this.#highestToken}`);
-      if (token > this.#highestToken) this.#highestToken = token;
-    }
+    if (this.#coordinated) this.#coordinatedIssue(issue, coordinator?.leased === true);
     for (const before of this.#issues) {
       if (before.token < token || tokenEpoch(before.token) > toldEpoch) continue;
       this.fail(
@@ -139,14 +147,29 @@ export class History {
     }
     const lone = this.#lonePromotions.get(term);
     if (lone !== undefined) {
+      // Another cluster may take a store epoch above this one's while it promotes.
       for (const before of this.#issues) {
-        if (before.at >= lone || before.token < token) continue;
+        if (before.at >= lone || before.token < token || before.cluster !== cluster) continue;
         this.fail(
           `a lone restart granted ${describe(issue)}, below ${describe(before)} issued before it promoted`,
         );
       }
     }
     this.#issues.push(issue);
+  }
+
+  /** A coordinator's rules for a new grant: under the lease, above its cluster's and its key's. */
+  #coordinatedIssue(issue: Issue, leased: boolean): void {
+    const { cluster, key, token } = issue;
+    if (!leased) this.fail(`${describe(issue)} was granted without the ownership lease`);
+    const highest = this.#highestToken.get(cluster) ?? 0n;
+    if (token < highest)
+      this.fail(`token went backwards with a coordinator: ${describe(issue)} after ${highest}`);
+    if (token > highest) this.#highestToken.set(cluster, token);
+    const last = this.#lastOfKey.get(key);
+    if (last !== undefined && token <= last.token)
+      this.fail(`${key}'s token went backwards: ${describe(last)}, then ${describe(issue)}`);
+    this.#lastOfKey.set(key, issue);
   }
 
   /**

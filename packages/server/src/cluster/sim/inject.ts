@@ -71,6 +71,9 @@ export function scheduleFault(fault: Fault, world: SimWorld, clients: readonly s
       at(fault.at, () => world.store?.slow(fault.delayMs));
       at(end, () => world.store?.slow(0));
       return;
+    case "move":
+      at(fault.at, () => world.operator?.move(fault));
+      return;
     case "restart-all":
       at(fault.at, () => {
         for (const node of nodes) node.kill();

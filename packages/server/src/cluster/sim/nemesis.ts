@@ -1,4 +1,5 @@
 import type { Rng } from "./rng.js";
+import type { MoveRequest } from "./slot-operator.js";
 
 /** One fault the nemesis injects at `at`, undone `forMs` later. Nodes are indexes into --peers. */
 export type Fault =
@@ -42,9 +43,18 @@ export type Fault =
       readonly node: number;
     }
   /** Coordinated runs: every store call takes `delayMs` longer each way. */
-  | { readonly kind: "store-slow"; readonly at: number; readonly forMs: number; readonly delayMs: number };
+  | { readonly kind: "store-slow"; readonly at: number; readonly forMs: number; readonly delayMs: number }
+  /**
+   * Several clusters: the operator begins moving `key`'s slot and the `width` after it to the
+   * cluster `shift` places after its owner (slot-operator.ts), and moves it back once committed if
+   * `back`. Its source commits it.
+   */
+  | ({ readonly kind: "move"; readonly at: number; readonly forMs: 0 } & MoveRequest);
 
-const KINDS: ReadonlyArray<readonly [Fault["kind"], number]> = [
+/** The faults drawn at random (moves are planned apart: planMoves). */
+type RandomKind = Exclude<Fault["kind"], "move">;
+
+const KINDS: ReadonlyArray<readonly [RandomKind, number]> = [
   ["kill", 3],
   ["stop", 2],
   ["stall", 3],
@@ -56,7 +66,7 @@ const KINDS: ReadonlyArray<readonly [Fault["kind"], number]> = [
   ["restart-all", 1],
 ];
 /** With a coordinator, the store's faults too. */
-const COORDINATED_KINDS: ReadonlyArray<readonly [Fault["kind"], number]> = [
+const COORDINATED_KINDS: ReadonlyArray<readonly [RandomKind, number]> = [
   ...KINDS,
   ["store-cut", 3],
   ["store-slow", 2],
@@ -87,7 +97,7 @@ export function planFaults(
 
 function pickFault(
   rng: Rng,
-  kinds: ReadonlyArray<readonly [Fault["kind"], number]>,
+  kinds: ReadonlyArray<readonly [RandomKind, number]>,
   nodes: number,
   clients: number,
   at: number,
@@ -96,7 +106,7 @@ function pickFault(
     1,
     kinds.reduce((sum, [, weight]) => sum + weight, 0),
   );
-  let kind: Fault["kind"] = "kill";
+  let kind: RandomKind = "kill";
   for (const [candidate, weight] of kinds) {
     roll -= weight;
     if (roll <= 0) {
@@ -138,6 +148,32 @@ function pickFault(
   }
 }
 
+/**
+ * Several clusters: 2 to 5 slot moves between `startMs` and `endMs`, of the slots of `keys` (some
+ * with a few slots after it), to another of `clusters` clusters, half of them moved back (A→B→A).
+ */
+export function planMoves(
+  rng: Rng,
+  keys: readonly string[],
+  clusters: number,
+  startMs: number,
+  endMs: number,
+): Fault[] {
+  const moves: Fault[] = [];
+  const count = rng.int(2, 5);
+  for (let i = 0; i < count; i++)
+    moves.push({
+      kind: "move",
+      at: rng.int(startMs, Math.max(startMs, endMs)),
+      forMs: 0,
+      key: rng.pick(keys),
+      width: rng.chance(0.3) ? rng.int(1, 8) : 0,
+      shift: rng.int(1, clusters - 1),
+      back: rng.chance(0.5),
+    });
+  return moves.sort((a, b) => a.at - b.at);
+}
+
 /** One line of the schedule for a human: what, to whom, from when, for how long. */
 export function describeFault(fault: Fault, names: readonly string[]): string {
   const at = `${String(fault.at).padStart(6)} ms`;
@@ -169,5 +205,11 @@ export function describeFault(fault: Fault, names: readonly string[]): string {
       return `${at}  lose the store's answers to ${names[fault.node]} ${span}`;
     case "store-slow":
       return `${at}  slow the store by ${fault.delayMs} ms each way ${span}`;
+    case "move": {
+      const slots =
+        fault.width > 0 ? `the slot of ${fault.key} and ${fault.width} after it` : `the slot of ${fault.key}`;
+      const back = fault.back ? ", and back once committed" : "";
+      return `${at}  begin moving ${slots} to the cluster ${fault.shift} after its owner${back}`;
+    }
   }
 }

@@ -3,6 +3,7 @@ import {
   type Lock,
   LockClient,
   LockLostError,
+  LockServerError,
   LockTimeoutError,
   NoServerError,
 } from "@lock/client";
@@ -21,6 +22,8 @@ export type ClientMutation = "fresh-retry-id";
 export interface AppOptions {
   /** Keys whose name starts with `s` are semaphores of SEMAPHORE_PERMITS; the others read/write locks. */
   readonly keys: readonly string[];
+  /** The client's configured servers (several clusters: maybe one cluster's). */
+  readonly servers: readonly string[];
   /** The workload's choices: operations, keys, leases, waits, holds. */
   readonly rng: Rng;
   /** The client's own randomness (reconnect and retry jitter). */
@@ -65,7 +68,7 @@ export class SimApp {
     const { network } = this.world;
     const watch = this.options.labels.watch(this.name);
     const client = new LockClient({
-      servers: this.world.names,
+      servers: [...this.options.servers],
       connect: (server) => new SimSocket(network, this.host, server, watch),
       timers: this.world.appTimers(),
       random: () => this.options.jitter.float(),
@@ -156,8 +159,12 @@ export class SimApp {
       await lock.extend();
     } catch (error) {
       // Lost (refused, or not confirmed in time) or unreachable: what a failover may do to a lease.
-      if (!(error instanceof LockLostError || error instanceof NoServerError))
-        this.history.fail(`${this.name}: extending ${lock.key} failed with ${describe(error)}`);
+      // Refused SLOT_MOVING: its slot is moving to another cluster, which extends nothing there.
+      const explained =
+        error instanceof LockLostError ||
+        error instanceof NoServerError ||
+        (error instanceof LockServerError && error.serverCode === "SLOT_MOVING");
+      if (!explained) this.history.fail(`${this.name}: extending ${lock.key} failed with ${describe(error)}`);
     }
     await this.#sleep(holdMs / 2);
   }

@@ -1,13 +1,18 @@
 import { TimerQueue } from "@lock/deadline-heap";
 import { encodeReply, isDecodeError, isPeerFrame, parseRequestLine, type Reply } from "@lock/protocol";
+import type { CoordinationStore } from "../../coordination/store.js";
 import type { HoldRule } from "../../engine/lock-mode.js";
 import { MemoryEpochStore } from "../../epoch/epoch-store.js";
 import { DEFAULT_SERVER_LIMITS } from "../../limits.js";
 import type { LockNode } from "../../node.js";
 import { LockVerbs } from "../../session/lock-verbs.js";
+import { ClusterActives } from "../../slots/cluster-actives.js";
+import { SlotGate } from "../../slots/slot-gate.js";
+import { followSlotMap, type SlotMapEvents } from "../../slots/slot-map-follower.js";
+import type { SlotMoveEvents, SlotMoves } from "../../slots/slot-moves.js";
 import type { Cluster } from "../cluster.js";
-import type { ClusterEvents } from "../cluster-api.js";
-import { createClusterNode } from "../cluster-node.js";
+import type { ClusterEvents, ClusterOptions, ClusterServerHooks } from "../cluster-api.js";
+import { type ClusterNodeOptions, createClusterNode } from "../cluster-node.js";
 import type { ClusterTiming } from "../membership.js";
 import { PeerKey } from "../peer/peer-auth.js";
 import { MemoryLink } from "./memory-link.js";
@@ -29,6 +34,8 @@ export interface NodeObserver {
   roleChanged(node: SimNode, role: string, reason: string): void;
   /** A standby now redirects clients to `active` (a snapshot from it, or heartbeats naming it). */
   following?(node: SimNode, active: string | undefined): void;
+  /** A step of a slot move on this node (queued acquires withdrawn, a commit, gained slots served): for the log. */
+  slotEvent?(node: SimNode, what: string): void;
   /** Something that must never happen between honest nodes (a peer link broke the protocol). */
   violation(node: SimNode, what: string): void;
 }
@@ -51,9 +58,19 @@ export interface SimNodeConfig {
   readonly holdRule?: HoldRule | undefined;
   /** Simulated time between two slices of a snapshot's load (8 holders installed, keys cleared or changes applied). */
   readonly loadPauseMs: number;
-  /** Coordinated mode: the deployment's store, and the node's lease settings. */
+  /**
+   * Coordinated mode: the deployment's store, the node's cluster name there and its lease settings;
+   * with `slots`, the node follows the store's slot map and takes part in moves (`skipEpochRaise`:
+   * the mutation that serves gained slots without a fresh epoch).
+   */
   readonly coordination?:
-    | { readonly store: SimStore; readonly leaseMs: number; readonly marginMs: number }
+    | {
+        readonly store: SimStore;
+        readonly cluster: string;
+        readonly leaseMs: number;
+        readonly marginMs: number;
+        readonly slots?: { readonly skipEpochRaise: boolean } | undefined;
+      }
     | undefined;
 }
 
@@ -75,7 +92,13 @@ class ClientSession implements ConnectionEnd {
     readonly connection: Connection,
   ) {
     this.verbs = new LockVerbs(
-      { node: node.lock!, limits: DEFAULT_SERVER_LIMITS, version: "sim", connectionCount: () => 0 },
+      {
+        node: node.lock!,
+        limits: DEFAULT_SERVER_LIMITS,
+        version: "sim",
+        connectionCount: () => 0,
+        ...(node.gate ? { slots: node.gate } : {}),
+      },
       (reply) => this.#reply(reply),
     );
   }
@@ -160,6 +183,10 @@ export class SimNode implements Host {
   lock: LockNode | undefined;
   cluster: Cluster | undefined;
   timers: TimerQueue | undefined;
+  /** With a slot map: this process's gate (which keys its cluster serves) and its part in moves. */
+  gate: SlotGate | undefined;
+  slotMoves: SlotMoves | undefined;
+  #stopSlotMap: (() => void) | undefined;
   /** Incarnations: bumped by every start, so a history tells runs of one node apart. */
   incarnation = 0;
 
@@ -196,12 +223,19 @@ export class SimNode implements Host {
     // The handshake runs in full (with an empty key unless a mutation sets one), its nonces drawn
     // from a counter so that a seed replays exactly.
     let nonces = 0;
+    const coordination = config.coordination;
     const key = new PeerKey(
       config.peerToken,
       () => (nonces++).toString(16).padStart(64, "0"),
-      config.coordination ? SIM_CLUSTER : undefined,
+      coordination?.cluster,
     );
-    const { node: lock, cluster } = createClusterNode({
+    const store = coordination?.store.clientFor(this);
+    const gate = coordination?.slots && store ? this.#slotGate(coordination.cluster, store) : undefined;
+    const {
+      node: lock,
+      cluster,
+      slotMoves,
+    } = createClusterNode({
       node: {
         dataDir: undefined,
         epochStore: this.store,
@@ -229,37 +263,87 @@ export class SimNode implements Host {
         // promotions come in the middle of it, as they do at millions of holders (lockd's pacing
         // takes no simulated time).
         loadPacing: { perTurn: 8, turnMs: Number.POSITIVE_INFINITY, pauseMs: config.loadPauseMs },
-        ...(config.coordination
-          ? {
-              coordination: {
-                store: config.coordination.store.clientFor(this),
-                cluster: SIM_CLUSTER,
-                holder: config.coordination.store.holderName(this),
-                leaseMs: config.coordination.leaseMs,
-                marginMs: config.coordination.marginMs,
-              },
-            }
-          : {}),
+        ...(store ? { coordination: this.#coordination(store) } : {}),
       },
-      hooks: {
-        redirectPending: (address) => {
-          for (const session of this.sessions) session.verbs.redirectPending(address);
-        },
-        pauseClients: () => {
-          for (const session of this.sessions) session.pause();
-        },
-        resumeClients: () => {
-          for (const session of this.sessions) session.resume();
-        },
-      },
+      ...(gate ? { slots: this.#slots(gate) } : {}),
+      hooks: this.#hooks(),
       events: this.#events(),
     });
     this.lock = lock;
     this.cluster = cluster;
     this.timers = timers;
+    this.gate = gate;
+    this.slotMoves = slotMoves;
     this.up = true;
     this.stalled = false;
     cluster.start();
+    // As lockd does once its server runs: follow the store's map (seeded by the world).
+    if (gate && store) this.#stopSlotMap = followSlotMap(store, gate, undefined, this.#slotMapEvents());
+  }
+
+  /** What the cluster does with the store: its lease under this process's name, its epochs. */
+  #coordination(store: CoordinationStore): NonNullable<ClusterOptions["coordination"]> {
+    const coordination = this.config.coordination!;
+    return {
+      store,
+      cluster: coordination.cluster,
+      holder: coordination.store.holderName(this),
+      leaseMs: coordination.leaseMs,
+      marginMs: coordination.marginMs,
+    };
+  }
+
+  /** Slot moves: the gate, their events (for the log), and the mutation if the world has it. */
+  #slots(gate: SlotGate): NonNullable<ClusterNodeOptions["slots"]> {
+    return {
+      gate,
+      events: this.#slotMoveEvents(),
+      skipEpochRaise: this.config.coordination?.slots?.skipEpochRaise === true,
+    };
+  }
+
+  /** What role changes need of the node's client sessions. */
+  #hooks(): ClusterServerHooks {
+    return {
+      redirectPending: (address) => {
+        for (const session of this.sessions) session.verbs.redirectPending(address);
+      },
+      pauseClients: () => {
+        for (const session of this.sessions) session.pause();
+      },
+      resumeClients: () => {
+        for (const session of this.sessions) session.resume();
+      },
+    };
+  }
+
+  /** lockd's gate with `--slot-map`: it waits for the store's map, and names other clusters' actives. */
+  #slotGate(cluster: string, store: CoordinationStore): SlotGate {
+    const actives = new ClusterActives(store, this.scheduler.clock);
+    return new SlotGate(cluster, { awaitMap: true, activeOf: (other) => actives.activeOf(other) });
+  }
+
+  #slotMoveEvents(): SlotMoveEvents {
+    const said = (what: string) => this.observer.slotEvent?.(this, what);
+    return {
+      withdrawn: (count) => said(`withdrew ${count} queued acquires of moving slots`),
+      committed: (ranges, version) =>
+        said(
+          `committed map v${version}: ${ranges.map((r) => `slots ${r.from}-${r.to} to ${r.movingTo}`).join(", ")}`,
+        ),
+      gainsServed: () => said("serves the slots it gained"),
+    };
+  }
+
+  /** The map in the store is always valid and never deleted in the simulator: anything else is a bug. */
+  #slotMapEvents(): SlotMapEvents {
+    return {
+      mapChanged: () => {},
+      mapRefused: (version, error) =>
+        this.observer.violation(this, `refused slot map v${version}: ${error.message}`),
+      mapDeleted: () => this.observer.violation(this, "the slot map was deleted"),
+      seedFailed: () => {},
+    };
   }
 
   /** What the cluster reports, as far as the simulator's checks care. */
@@ -285,12 +369,17 @@ export class SimNode implements Host {
     this.stalled = false;
     this.#deferred.length = 0;
     this.timers?.stop();
+    this.#stopSlotMap?.();
+    this.#stopSlotMap = undefined;
+    this.slotMoves?.close();
     this.network.resetHost(this.name);
     for (const session of this.sessions) session.withdrawn();
     this.sessions.clear();
     this.lock = undefined;
     this.cluster = undefined;
     this.timers = undefined;
+    this.gate = undefined;
+    this.slotMoves = undefined;
   }
 
   /**
@@ -346,6 +435,11 @@ export class SimNode implements Host {
   get serving(): boolean {
     const valid = this.cluster?.ownership?.valid() ?? true;
     return this.up && !this.stalled && this.lock?.serving === true && valid;
+  }
+
+  /** The cluster this node belongs to (its name in the store; one cluster is `sim`). */
+  get clusterName(): string {
+    return this.config.coordination?.cluster ?? SIM_CLUSTER;
   }
 
   /** This node's current run as the active (incarnation and promotion), for per-term checks. */

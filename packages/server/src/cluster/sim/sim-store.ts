@@ -10,10 +10,12 @@ import {
 import type { Rng } from "./rng.js";
 import type { Scheduler } from "./scheduler.js";
 
-/** The simulated cluster's name in the store. */
+/** The simulated cluster's name in the store (one cluster; several are named `a`, `b`, …). */
 export const SIM_CLUSTER = "sim";
 /** How long a node waits for a store call before it counts as failed (the backends' default is 2 s). */
 const CALL_TIMEOUT_MS = 1_000;
+/** How often a watch whose link is cut tries to resume (etcd's client re-creates it from its revision). */
+const WATCH_RESUME_MS = 50;
 
 /** What a store link needs of the node at its end. */
 export interface StoreCaller {
@@ -97,15 +99,63 @@ export class SimStore {
         call((state) => state.readDocument(name)),
       writeDocument: (name: string, value: string, expected: bigint) =>
         call((state) => state.writeDocument(name, value, expected)),
-      watchDocument: () => {
-        throw new Error("the simulator does not watch documents yet");
-      },
+      watchDocument: (name, onChange) => this.#watch(caller, name, onChange),
       close: () => Promise.resolve(),
     };
   }
 
   #latency(): number {
     return this.#rng.int(1, 5) + this.#extraLatencyMs;
+  }
+
+  /**
+   * A watch over `caller`'s link: each change reaches the node a latency after it was made, in
+   * version order. While the link is cut (or loses answers) the stream waits and then resumes from
+   * where it was, as etcd's watch does after a reconnection: no change is lost or reordered. A
+   * watch ends with its process.
+   */
+  #watch(
+    caller: StoreCaller,
+    name: string,
+    onChange: (document: VersionedDocument | undefined) => void,
+  ): () => void {
+    const incarnation = caller.incarnation;
+    const live = () => !stopped && caller.up && caller.incarnation === incarnation;
+    const queue: Array<{ readonly document: VersionedDocument | undefined; readonly readyAt: number }> = [];
+    let stopped = false;
+    let pumping = false;
+    const blocked = () => this.#cut.has(caller.name) || this.#answersLost.has(caller.name);
+    const pump = (): void => {
+      pumping = false;
+      if (!live() || queue.length === 0) return;
+      if (blocked()) {
+        pumping = true;
+        this.#scheduler.after(WATCH_RESUME_MS, pump);
+        return;
+      }
+      const { document } = queue.shift()!;
+      caller.defer(() => {
+        if (!live()) return;
+        onChange(document);
+        this.#settled();
+      });
+      next();
+    };
+    const next = () => {
+      const head = queue[0];
+      if (head === undefined || pumping) return;
+      pumping = true;
+      this.#scheduler.at(head.readyAt, pump);
+    };
+    const stop = this.state.watchDocument(name, (document) => {
+      const last = queue.at(-1)?.readyAt ?? 0;
+      queue.push({ document, readyAt: Math.max(this.#scheduler.now + this.#latency(), last) });
+      next();
+    });
+    return () => {
+      stopped = true;
+      stop();
+    };
   }
 
   #call<T>(caller: StoreCaller, operation: (state: CoordinationState) => T): Promise<T> {

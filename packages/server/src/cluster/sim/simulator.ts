@@ -1,15 +1,16 @@
 import { History } from "./history.js";
 import { scheduleFault } from "./inject.js";
-import { describeFault, type Fault, planFaults } from "./nemesis.js";
+import { describeFault, type Fault, planFaults, planMoves } from "./nemesis.js";
 import { RequestLabels } from "./request-labels.js";
 import { type ClientMutation, SEMAPHORE_PERMITS, SimApp } from "./sim-app.js";
-import { SIM_CLUSTER } from "./sim-store.js";
+import type { NodeObserver } from "./sim-node.js";
+import { SlotChecks } from "./slot-checks.js";
+import type { SlotOperator } from "./slot-operator.js";
+import { workloadKeys } from "./slot-workload.js";
+import { type SimCluster, SimWorld, type Mutation as WorldMutation } from "./world.js";
 
 /** The workload's keys: two read/write locks and a semaphore (sim-app.ts). */
 const SIM_KEYS = ["k0", "k1", "s0"];
-
-import type { NodeObserver, SimNode } from "./sim-node.js";
-import { SimWorld, type Mutation as WorldMutation } from "./world.js";
 
 /** A bug put in on purpose, in the nodes (world.ts) or in the client (sim-app.ts). */
 export type Mutation = WorldMutation | ClientMutation;
@@ -21,6 +22,7 @@ export const MUTATIONS: readonly Mutation[] = [
   "writer-beside-reader",
   "fresh-retry-id",
   "lease-overrun",
+  "skip-epoch-raise",
 ];
 
 export interface SimOptions {
@@ -32,6 +34,11 @@ export interface SimOptions {
   readonly mutation?: Mutation;
   /** Coordinated mode: an in-memory store with faults decides who is active. */
   readonly coordinated?: boolean;
+  /**
+   * Several clusters of `nodes` nodes each over one key space and one store (so coordinated),
+   * with slot moves between them.
+   */
+  readonly clusters?: number;
   /** A line per notable event (role changes, grants, faults), for reading one run closely. */
   readonly log?: (line: string) => void;
 }
@@ -43,6 +50,8 @@ export interface SimResult {
   /** The fault schedule, one line per fault, for a human. */
   readonly schedule: readonly string[];
   readonly counts: History["counts"];
+  /** Several clusters: the moves begun and committed, and what the operator's tool went through. */
+  readonly moves?: SlotChecks["counts"] & SlotOperator["counts"];
   readonly simulatedMs: number;
   readonly events: number;
 }
@@ -66,38 +75,56 @@ const DRAIN_LIMIT_MS = 25_000;
 export async function simulate(options: SimOptions): Promise<SimResult> {
   let world: SimWorld | undefined;
   const now = () => world?.now ?? 0;
-  const history = new History(now, options.coordinated === true);
+  const several = (options.clusters ?? 1) > 1;
+  const history = new History(now, options.coordinated === true || several);
   const labels = new RequestLabels();
   const log = options.log
     ? (line: string) => options.log!(`${now().toFixed(1).padStart(8)} ${line}`)
     : undefined;
+  let slots: SlotChecks | undefined;
   world = new SimWorld({
     seed: options.seed,
     nodes: options.nodes ?? 3,
-    observer: recordingObserver(history, () => world!, labels, log),
+    observer: recordingObserver(
+      history,
+      () => world!,
+      () => slots,
+      labels,
+      log,
+    ),
     ...(isClientMutation(options.mutation) ? {} : { mutation: options.mutation }),
     coordinated: options.coordinated === true,
+    clusters: options.clusters ?? 1,
   });
-  const plan = schedule(world, history, options, labels, log);
-  await runUntilSettled(world, history, plan, log);
+  const keys = world.initialMap ? workloadKeys(world.initialMap) : SIM_KEYS;
+  if (world.store && world.operator) {
+    slots = new SlotChecks(world.store.state, keys, (what) => history.fail(what));
+    world.operator.log = log;
+  }
+  const plan = schedule(world, history, options, keys, labels, log);
+  await runUntilSettled(world, history, plan, slots, log);
   for (const app of plan.clients) if (app.busy) history.fail(`${app.name}'s client never finished closing`);
   const unsettled = history.unsettled();
   if (unsettled.length > 0) history.fail(`operations never settled: ${unsettled.slice(0, 5).join("; ")}`);
+  if (world.operator?.busy) history.fail("the operator's last move never began or never committed");
+  slots?.finalCheck();
   return {
     seed: options.seed,
     ok: history.failures.length === 0,
     failures: history.failures,
     schedule: plan.faults.map((fault) => describeFault(fault, world.names)),
     counts: history.counts,
+    ...(slots && world.operator ? { moves: { ...slots.counts, ...world.operator.counts } } : {}),
     simulatedMs: Math.round(world.now),
     events: world.events,
   };
 }
 
-/** What the nodes do, into the history (and the log). */
+/** What the nodes do, into the history and the slot checks (and the log). */
 function recordingObserver(
   history: History,
   world: () => SimWorld,
+  slots: () => SlotChecks | undefined,
   labels: RequestLabels,
   log: ((line: string) => void) | undefined,
 ): NodeObserver {
@@ -108,25 +135,32 @@ function recordingObserver(
       // A standby, an active handing off or held: its grants would be unknown to the next active.
       if (!node.lock?.serving)
         history.fail(`${node.name} granted ${key} ${token} to ${label} while not serving`);
-      history.serving(world().servingCount);
+      const cluster = node.clusterName;
+      history.serving(world().servingIn(cluster), cluster);
       const own = node.lock?.epoch ?? 0n;
       const told = own > node.toldEpoch ? own : node.toldEpoch;
       const store = world().store;
-      const leased = store && store.state.holderNow(SIM_CLUSTER) === store.holderName(node);
-      history.issued(node.term, node.name, key, token, label, leaseMs, told, leased);
+      const coordinator = store && {
+        leased: store.state.holderNow(cluster) === store.holderName(node),
+        cluster,
+      };
+      history.issued(node.term, node.name, key, token, label, leaseMs, told, coordinator);
+      slots()?.granted(node.name, cluster, key, token, node.gate?.map);
     },
     queued: (node, key, id) => history.queued(node.term, key, labels.label(id)),
     dequeued: (node, key, id, granted) => history.dequeued(node.term, key, labels.label(id), granted),
     refusedRelease: (node, key, token) => history.refusedRelease(node.term, key, token),
     roleChanged: (node, role, reason) => {
       log?.(`${node.name} ${role}: ${reason} (epoch ${node.lock?.epoch})`);
-      if (role !== "active" || reason.startsWith("raised epoch")) return;
+      if (role !== "active" || reason.startsWith("raised epoch") || reason.startsWith("took a fresh epoch"))
+        return;
       // Lone as docs/consistency.md has it: not heard from every peer since it started, nor held
       // an active's snapshot (which carries what that active knew).
       const lone = node.heardSinceStart.size < node.config.peers.length - 1 && !node.syncedSinceStart;
       history.promoted(node.term, new Set(node.table().values()), lone);
     },
     following: (node, active) => log?.(`${node.name} follows ${active ?? "nobody"}`),
+    slotEvent: (node, what) => log?.(`${node.name} ${what}`),
     violation: (node, what) => history.fail(`${node.name}: ${what}`),
   };
 }
@@ -134,6 +168,7 @@ function recordingObserver(
 /** The run's plan: its clients, its faults, when everything heals and when clients stop. */
 interface Plan {
   readonly clients: readonly SimApp[];
+  readonly keys: readonly string[];
   readonly faults: readonly Fault[];
   readonly healAt: number;
   readonly drainAt: number;
@@ -144,16 +179,17 @@ function schedule(
   world: SimWorld,
   history: History,
   options: SimOptions,
+  keys: readonly string[],
   labels: RequestLabels,
   log: ((line: string) => void) | undefined,
 ): Plan {
   const { rng, scheduler, network, nodes, names } = world;
-  const keys = SIM_KEYS;
   const mutation = isClientMutation(options.mutation) ? options.mutation : undefined;
   const clients = [...Array(options.clients ?? 3).keys()].map(
     (i) =>
       new SimApp(`c${i}`, world, history, {
         keys,
+        servers: serversOf(world, i),
         rng: rng.fork(),
         jitter: rng.fork(),
         labels,
@@ -164,7 +200,7 @@ function schedule(
 
   for (const node of nodes) scheduler.at(rng.int(0, 300), () => node.start());
   for (const client of clients) scheduler.at(rng.int(300, 600), () => client.start());
-  const faults = planFaults(
+  const random = planFaults(
     rng.fork(),
     nodes.length,
     options.steps ?? 8,
@@ -172,6 +208,12 @@ function schedule(
     clients.length,
     world.store !== undefined,
   );
+  // The slots of the read/write keys (the semaphore shares the first one's) move among the faults.
+  const lastAt = Math.max(1_500, ...random.map((fault) => fault.at));
+  const moves = world.operator
+    ? planMoves(rng.fork(), keys.slice(0, -1), world.clusters.length, 1_500, lastAt)
+    : [];
+  const faults = [...random, ...moves].sort((a, b) => a.at - b.at);
   const clientNames = clients.map((client) => client.name);
   for (const fault of faults) {
     scheduleFault(fault, world, clientNames);
@@ -191,7 +233,19 @@ function schedule(
   scheduler.at(drainAt, () => {
     for (const client of clients) client.draining = true;
   });
-  return { clients, faults, healAt, drainAt };
+  return { clients, keys, faults, healAt, drainAt };
+}
+
+/**
+ * The servers application `index` is given: every node of a single cluster. With several, the
+ * applications take turns: cluster a's nodes, b's, …, then every node; one given a single
+ * cluster finds the others by `S` and `K`.
+ */
+function serversOf(world: SimWorld, index: number): readonly string[] {
+  const { clusters, names } = world;
+  if (clusters.length === 1) return names;
+  const cluster = clusters[index % (clusters.length + 1)];
+  return cluster ? cluster.nodes.map((node) => node.name) : names;
 }
 
 /**
@@ -201,17 +255,18 @@ function schedule(
 async function runUntilSettled(
   world: SimWorld,
   history: History,
-  { clients, healAt, drainAt }: Plan,
+  { clients, keys, healAt, drainAt }: Plan,
+  slots: SlotChecks | undefined,
   log: ((line: string) => void) | undefined,
 ): Promise<void> {
   const nodes = world.nodes;
   let finalCheckAt = Math.max(drainAt, healAt + SETTLE_MS);
   let mismatches = 0;
   const serving = () => {
-    history.serving(world.servingCount);
+    for (const { name } of world.clusters) history.serving(world.servingIn(name), name);
     for (const node of nodes)
       if (node.serving)
-        for (const key of SIM_KEYS)
+        for (const key of keys)
           history.holding(
             node.name,
             key,
@@ -222,9 +277,13 @@ async function runUntilSettled(
   try {
     for (;;) {
       await world.runUntil(finalCheckAt, undefined, serving);
-      const idle = clients.every((client) => !client.busy);
+      // Moves settle too: the operator's begun, their sources' commits written.
+      const idle =
+        clients.every((client) => !client.busy) &&
+        !world.operator?.busy &&
+        slots?.pendingMove() === undefined;
       if (idle) {
-        const problem = converged(nodes);
+        const problem = world.clusters.map(converged).find((found) => found !== undefined);
         if (problem === undefined) break;
         if (++mismatches >= 5) {
           history.fail(`after the heal: ${problem}`);
@@ -242,8 +301,8 @@ async function runUntilSettled(
   }
 }
 
-/** Exactly one active, and every standby's table equal to its table; else what is wrong. */
-function converged(nodes: readonly SimNode[]): string | undefined {
+/** Exactly one active in the cluster, and every standby's table equal to its table; else what is wrong. */
+function converged({ nodes }: SimCluster): string | undefined {
   const actives = nodes.filter((node) => node.up && node.lock?.role === "active");
   if (actives.length !== 1) return `${actives.length} actives (${actives.map((n) => n.name).join(", ")})`;
   const active = actives[0]!;

@@ -1,4 +1,5 @@
 import { TimerQueue } from "@lock/deadline-heap";
+import type { SlotMap } from "@lock/protocol";
 import { canHoldBeside, type HoldRule } from "../../engine/lock-mode.js";
 import { DEFAULT_MAX_CLOCK_SKEW_MS } from "../../epoch/epoch-plan.js";
 import { type ClusterTiming, DEFAULT_CLUSTER_TIMING } from "../membership.js";
@@ -6,7 +7,9 @@ import { type Connection, Network } from "./network.js";
 import { Rng } from "./rng.js";
 import { Scheduler } from "./scheduler.js";
 import { type NodeObserver, SimNode } from "./sim-node.js";
-import { SimStore } from "./sim-store.js";
+import { SIM_CLUSTER, SimStore } from "./sim-store.js";
+import { SlotOperator } from "./slot-operator.js";
+import { initialSlotMap } from "./slot-workload.js";
 
 /**
  * Ways to break the token-epoch rules or their assumption on purpose: the checker must then find
@@ -16,11 +19,13 @@ import { SimStore } from "./sim-store.js";
  * it out of the cluster (a simulator that skipped the handshake would let it in unnoticed).
  * `writer-beside-reader`: the engine grants an exclusive request beside shared holders.
  * `lease-overrun` (coordinated runs): nodes trust their ownership lease for three lease lengths
- * past its end, so they grant without a valid lease.
+ * past its end, so they grant without a valid lease. `skip-epoch-raise` (several clusters): a
+ * cluster serves slots moved to it with the epoch it has, no fresh one from the store.
  */
 export type Mutation =
   | "none"
   | "lease-overrun"
+  | "skip-epoch-raise"
   | "same-node-id"
   | "clock-behind"
   | "peer-token-mismatch"
@@ -40,6 +45,11 @@ export interface WorldOptions {
   readonly observer?: Partial<NodeObserver>;
   /** Coordinated mode: a store that decides who is active (docs/consistency.md, "With a coordinator"). */
   readonly coordinated?: boolean;
+  /**
+   * Several clusters of `nodes` nodes each over one key space (coordinated, on one store): named
+   * `a`, `b`, …, their nodes `a0:7420`…, each given an equal share of the slots in the store's map.
+   */
+  readonly clusters?: number;
   /** Time a snapshot's load takes per slice (`LOAD_PAUSES_MS`); the seed picks one unless given. */
   readonly loadPauseMs?: number;
 }
@@ -67,19 +77,31 @@ const IGNORE: NodeObserver = {
   violation() {},
 };
 
+/** One cluster of the world: its name in the store and its nodes, in peers-list order. */
+export interface SimCluster {
+  readonly name: string;
+  readonly nodes: readonly SimNode[];
+}
+
 /**
  * A simulated cluster: N nodes named `n0:7420`… (the peers list in that order) on one manual
  * clock and one simulated network, each with a wall clock off by a seeded skew within the
- * configured bound. `runUntil` runs events one at a time; the nodes start when told.
+ * configured bound. `runUntil` runs events one at a time; the nodes start when told. With
+ * `clusters`, several such clusters over one store and one key space.
  */
 export class SimWorld {
   readonly scheduler = new Scheduler();
   readonly rng: Rng;
   readonly network: Network;
+  /** Every node's address, cluster after cluster. */
   readonly names: readonly string[];
   readonly nodes: readonly SimNode[];
+  readonly clusters: readonly SimCluster[];
   /** Coordinated mode's store, undefined otherwise. */
   readonly store: SimStore | undefined;
+  /** Several clusters: the store's first slot map, and the operator who moves slots between them. */
+  readonly initialMap: SlotMap | undefined;
+  readonly operator: SlotOperator | undefined;
   events = 0;
   /** The timer queues of the simulated applications' clients, run on the world's clock. */
   readonly #appTimers: TimerQueue[] = [];
@@ -88,49 +110,66 @@ export class SimWorld {
 
   constructor(options: WorldOptions) {
     const mutation = options.mutation ?? "none";
+    const several = (options.clusters ?? 1) > 1;
+    const clusterNames = several
+      ? [...Array(options.clusters).keys()].map((i) => String.fromCharCode(97 + i))
+      : [SIM_CLUSTER];
+    const peersOf = (cluster: string) =>
+      [...Array(options.nodes).keys()].map((i) => `${several ? cluster : "n"}${i}:7420`);
     this.rng = new Rng(options.seed);
     this.network = new Network(this.scheduler, this.rng.fork());
-    this.names = [...Array(options.nodes).keys()].map((i) => `n${i}:7420`);
+    this.names = clusterNames.flatMap(peersOf);
     const observer = { ...IGNORE, ...options.observer };
     const skews = this.rng.fork();
     // Forked after the others, so an uncoordinated seed runs as it did before coordinated mode.
-    this.store = options.coordinated
-      ? new SimStore(this.scheduler, this.rng.fork(), () => this.appRuns())
-      : undefined;
+    this.store =
+      options.coordinated || several
+        ? new SimStore(this.scheduler, this.rng.fork(), () => this.appRuns())
+        : undefined;
     // A stream of its own, so that every other choice of a seed is what it was before loads took time.
     const loadPauseMs = options.loadPauseMs ?? new Rng(options.seed ^ 0x10ad5eed).pick(LOAD_PAUSES_MS);
-    const coordination = this.store && {
-      store: this.store,
-      leaseMs: SIM_LEASE_MS,
-      marginMs: mutation === "lease-overrun" ? -3 * SIM_LEASE_MS : SIM_MARGIN_MS,
-    };
-    this.nodes = this.names.map((_, index) => {
-      const maxSkew = DEFAULT_MAX_CLOCK_SKEW_MS;
-      const node = new SimNode(
-        {
-          index,
-          peers: this.names,
-          timing: options.timing ?? DEFAULT_CLUSTER_TIMING,
-          skewMs:
-            mutation === "clock-behind" && index === options.nodes - 1
-              ? -30_000
-              : (skews.float() * 2 - 1) * maxSkew * 0.9,
-          maxClockSkewMs: maxSkew,
-          nodeId: mutation === "same-node-id" ? 0 : index,
-          holdRule: mutation === "writer-beside-reader" ? WRITER_BESIDE_READER : undefined,
-          peerToken:
-            mutation === "peer-token-mismatch" && index === options.nodes - 1 ? "another-cluster" : undefined,
-          wallOrigin: WALL_ORIGIN,
-          loadPauseMs,
-          coordination,
-        },
-        this.scheduler,
-        this.network,
-        observer,
-      );
-      this.network.addHost(node);
-      return node;
+    const coordination = (cluster: string) =>
+      this.store && {
+        store: this.store,
+        cluster,
+        leaseMs: SIM_LEASE_MS,
+        marginMs: mutation === "lease-overrun" ? -3 * SIM_LEASE_MS : SIM_MARGIN_MS,
+        slots: several ? { skipEpochRaise: mutation === "skip-epoch-raise" } : undefined,
+      };
+    this.clusters = clusterNames.map((cluster) => {
+      const peers = peersOf(cluster);
+      const nodes = peers.map((_, index) => {
+        const maxSkew = DEFAULT_MAX_CLOCK_SKEW_MS;
+        const last = index === options.nodes - 1;
+        const node = new SimNode(
+          {
+            index,
+            peers,
+            timing: options.timing ?? DEFAULT_CLUSTER_TIMING,
+            skewMs: mutation === "clock-behind" && last ? -30_000 : (skews.float() * 2 - 1) * maxSkew * 0.9,
+            maxClockSkewMs: maxSkew,
+            nodeId: mutation === "same-node-id" ? 0 : index,
+            holdRule: mutation === "writer-beside-reader" ? WRITER_BESIDE_READER : undefined,
+            peerToken: mutation === "peer-token-mismatch" && last ? "another-cluster" : undefined,
+            wallOrigin: WALL_ORIGIN,
+            loadPauseMs,
+            coordination: coordination(cluster),
+          },
+          this.scheduler,
+          this.network,
+          observer,
+        );
+        this.network.addHost(node);
+        return node;
+      });
+      return { name: cluster, nodes };
     });
+    this.nodes = this.clusters.flatMap((cluster) => cluster.nodes);
+    this.initialMap = several ? initialSlotMap(this.clusters) : undefined;
+    this.operator =
+      this.initialMap && this.store
+        ? new SlotOperator(this.store, this.scheduler, this.initialMap, () => this.appRuns())
+        : undefined;
   }
 
   get now(): number {
@@ -143,6 +182,11 @@ export class SimWorld {
 
   get servingCount(): number {
     return this.nodes.filter((node) => node.serving).length;
+  }
+
+  /** How many nodes of `cluster` serve now (its node's `clusterName`). */
+  servingIn(cluster: string): number {
+    return this.nodes.filter((node) => node.serving && node.clusterName === cluster).length;
   }
 
   /**
