@@ -357,6 +357,9 @@ describe("AcquireOp", () => {
     const op = start({ waitMs: 1_000 });
     router.reply(router.last(), errorReply("SLOT_MOVING"));
     expect(router.sent).toHaveLength(1);
+    // Other requests served meanwhile (an active known) do not cut the pause short.
+    router.activeFound("10.0.0.8:7420");
+    expect(router.sent).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(RETRY_INTERVAL);
     expect(router.sent).toHaveLength(2);
     expect(router.last().request).toMatchObject({ id: SPEC.id, waitMs: 1_000 - RETRY_INTERVAL });

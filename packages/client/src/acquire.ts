@@ -268,8 +268,9 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     const error = errorFromReply({ code, message });
     if (code === "SLOT_MOVING") {
       // The key's slot is moving between clusters: asked again within the wait, with the same id,
-      // it reaches the slot's owner once the move committed (an S reply from the source).
-      this.#backOff(error, undefined);
+      // it reaches the slot's owner once the move committed (an S reply from the source). Only time
+      // ends a drain: an active found elsewhere (any reply) must not wake it into a busy loop.
+      this.#backOff(error, undefined, false);
     } else if (!RETRYABLE_CODES.has(code)) {
       this.#fail(error);
     } else if (code === "SHUTTING_DOWN") {
