@@ -1,7 +1,7 @@
 import { keySlot } from "@lock/protocol";
 import type { EtcdCluster } from "@lock/testkit";
 import { formatRate, loadLine, median, printRow } from "./report.js";
-import { allSlotsBut, allSlotsTo, type Deployment, startDeployment } from "./slot-clusters.js";
+import { allSlotsBut, allSlotsTo, cpuMsOf, type Deployment, startDeployment } from "./slot-clusters.js";
 import { runSlotsLoad, type SlotsLoad } from "./slots-workers.js";
 
 /**
@@ -17,7 +17,9 @@ import { runSlotsLoad, type SlotsLoad } from "./slots-workers.js";
  *   the map, so every request of the load is routed by its slot, as with several clusters.
  *
  * Loads: sequential (1 in flight) and pipelined (BENCH_INFLIGHT, default 1024), acquire+release
- * cycles on keys of their own. Pinning: lockd on cpu 0; the load process and etcd on cpu 1.
+ * cycles on keys of their own: the rates, and the CPU time per cycle of the load process (the
+ * client's cost) and of lockd (the gate's). Pinning: lockd on cpu 0; the load process and etcd on
+ * cpu 1.
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 3000);
@@ -50,61 +52,91 @@ async function startVariants(etcd: EtcdCluster, prime: string): Promise<Map<Vari
   return deployments;
 }
 
-function rate(load: SlotsLoad): number {
-  return load.ops / load.seconds;
+/** One load against one variant, with its lockd's CPU time meanwhile. */
+interface Run {
+  readonly load: SlotsLoad;
+  readonly lockdCpuMs: number;
 }
 
-/** ROUNDS rounds of every variant, in an order rotated each round; each variant's loads. */
+function rate(run: Run): number {
+  return run.load.ops / run.load.seconds;
+}
+
+/**
+ * CPU µs per cycle of the load process and of lockd: their CPU time over the load (warm-up
+ * included) over the cycles that run made at its measured rate. Steadier than the rate on a shared
+ * machine, where the sequential rate swings with the scheduler's wake-ups.
+ */
+function cpuPerCycleUs(run: Run, which: "client" | "lockd"): number {
+  const cycles = (rate(run) * run.load.wallMs) / 1000;
+  return ((which === "client" ? run.load.cpuMs : run.lockdCpuMs) * 1000) / cycles;
+}
+
+async function runVariant(deployment: Deployment, inflight: number, primeKey?: string): Promise<Run> {
+  const node = deployment.clusters[0]!;
+  const before = cpuMsOf(node.child.pid!);
+  const load = await runSlotsLoad("1", {
+    server: node.address,
+    inflight,
+    durationMs: DURATION_MS,
+    keyPrefix: KEY_PREFIX,
+    primeKey,
+  });
+  return { load, lockdCpuMs: cpuMsOf(node.child.pid!) - before };
+}
+
+/** ROUNDS rounds of every variant, in an order rotated each round; each variant's runs. */
 async function rounds(
   deployments: ReadonlyMap<Variant, Deployment>,
   name: string,
   inflight: number,
   prime: string,
-): Promise<Record<Variant, SlotsLoad[]>> {
-  const loads: Record<Variant, SlotsLoad[]> = { today: [], mapped: [], routed: [] };
+): Promise<Record<Variant, Run[]>> {
+  const runs: Record<Variant, Run[]> = { today: [], mapped: [], routed: [] };
   for (let round = 0; round < ROUNDS; round++) {
     const order = VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length]!);
     for (const variant of order) {
-      const server = deployments.get(variant)!.clusters[0]!.address;
       const primeKey = variant === "routed" ? prime : undefined;
-      loads[variant].push(
-        await runSlotsLoad("1", {
-          server,
-          inflight,
-          durationMs: DURATION_MS,
-          keyPrefix: KEY_PREFIX,
-          primeKey,
-        }),
-      );
+      runs[variant].push(await runVariant(deployments.get(variant)!, inflight, primeKey));
     }
-    const [today, mapped, routed] = VARIANTS.map((variant) => loads[variant].at(-1)!);
+    const [today, mapped, routed] = VARIANTS.map((variant) => runs[variant].at(-1)!);
     printRow(`${name} round ${round + 1}`, {
       today: formatRate(rate(today!)),
       mapped: formatRate(rate(mapped!)),
       routed: formatRate(rate(routed!)),
-      routed_redirects: String(routed!.redirects),
+      routed_redirects: String(routed!.load.redirects),
       load: loadLine(),
     });
   }
-  return loads;
+  return runs;
 }
 
-/** Medians, ratios against today's, and the median of each round's own ratio (steadier on a shared machine). */
-function printSummary(name: string, loads: Record<Variant, SlotsLoad[]>): void {
-  const medianRate = (variant: Variant) => median(loads[variant].map(rate));
+/** Medians and ratios against today's: the rate, and CPU per cycle of the client and of lockd. */
+function printSummary(name: string, runs: Record<Variant, Run[]>): void {
+  const of = (variant: Variant, metric: (run: Run) => number) => median(runs[variant].map(metric));
+  const ratio = (variant: Variant, metric: (run: Run) => number) => of(variant, metric) / of("today", metric);
+  // Each round's runs are back to back: the median of the rounds' own ratios is steadier.
   const paired = (variant: Variant) =>
-    median(loads[variant].map((load, i) => rate(load) / rate(loads.today[i]!)));
+    median(runs[variant].map((run, i) => rate(run) / rate(runs.today[i]!)));
+  const client = (run: Run) => cpuPerCycleUs(run, "client");
+  const lockd = (run: Run) => cpuPerCycleUs(run, "lockd");
   printRow(`${name} (medians)`, {
-    today: formatRate(medianRate("today")),
-    mapped: formatRate(medianRate("mapped")),
-    routed: formatRate(medianRate("routed")),
-    mapped_ratio: medianRate("mapped") / medianRate("today"),
-    routed_ratio: medianRate("routed") / medianRate("today"),
+    today: formatRate(of("today", rate)),
+    mapped: formatRate(of("mapped", rate)),
+    routed: formatRate(of("routed", rate)),
+    mapped_ratio: ratio("mapped", rate),
+    routed_ratio: ratio("routed", rate),
     mapped_paired: paired("mapped"),
     routed_paired: paired("routed"),
-    cycle_p50_ms_today: median(loads.today.map((load) => load.cycleP50)),
-    cycle_p50_ms_routed: median(loads.routed.map((load) => load.cycleP50)),
     target: "ratios >= 0.95",
+  });
+  printRow(`${name} CPU us/cycle (medians)`, {
+    client_today: of("today", client),
+    client_routed: of("routed", client),
+    client_routed_ratio: ratio("routed", client),
+    lockd_today: of("today", lockd),
+    lockd_mapped: of("mapped", lockd),
+    lockd_mapped_ratio: ratio("mapped", lockd),
   });
 }
 
