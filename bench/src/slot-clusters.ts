@@ -1,13 +1,14 @@
-import { execFileSync } from "node:child_process";
+import { type ChildProcess, execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { openCoordinationStore } from "@lock/coordinator";
 import { KEY_SLOTS, SlotMap, type SlotRange } from "@lock/protocol";
 import { type CoordinationStore, SLOT_MAP_DOCUMENT } from "@lock/server";
 import { EtcdCluster } from "@lock/testkit";
-import { firstJsonLine, freePort, LOCKD_MAIN, type Served, spawnPinned } from "./spawn.js";
+import { freePort, LOCKD_MAIN, type Served, spawnPinned } from "./spawn.js";
 
 /**
  * One-node lockd clusters over one etcd for bench/src/slots-bench.ts: each node pinned to a core
@@ -34,6 +35,8 @@ export interface SlotCluster extends Served {
   readonly name: string;
   /** Its one node's client address, as the map names it. */
   readonly address: string;
+  /** The node's next log line (from now on) whose message starts with `message`; `time` in ms since the epoch. */
+  logged(message: string): Promise<{ readonly time: number }>;
 }
 
 export interface Deployment {
@@ -127,15 +130,62 @@ async function startNode(
   const dataDir = mkdtempSync(join(tmpdir(), "lockd-bench-slots-node-"));
   const child = spawnPinned(spec.cpu, [LOCKD_MAIN, "--listen", address, "--data-dir", dataDir, ...args]);
   const stop = () => child.kill("SIGKILL");
+  const log = new NodeLog(child);
   // With a map, a node serves its slots once an epoch taken after it read the map is in use.
-  const ready = mapped ? "slots moved here are served" : "serving";
   try {
-    await firstJsonLine(child, (entry) => typeof entry.msg === "string" && entry.msg.startsWith(ready));
+    await log.logged(mapped ? GAINS_SERVED : "serving");
   } catch (error) {
     stop();
     throw error;
   }
-  return { name: spec.name, address, port: Number(address.split(":")[1]), child, stop };
+  const port = Number(address.split(":")[1]);
+  return { name: spec.name, address, port, child, stop, logged: (message) => log.logged(message) };
+}
+
+/** What a node logs once slots it gained (its first map's included) are served. */
+export const GAINS_SERVED = "slots moved here are served";
+
+/** A lockd's JSON log lines, read by one reader for as many waiters as come. */
+class NodeLog {
+  readonly #waiters = new Set<{
+    message: string;
+    resolve(entry: { time: number }): void;
+    reject(error: Error): void;
+  }>();
+  #exited: Error | undefined;
+
+  constructor(child: ChildProcess) {
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      const entry = parseLogLine(line);
+      if (entry === undefined) return;
+      for (const waiter of this.#waiters) {
+        if (!entry.msg.startsWith(waiter.message)) continue;
+        this.#waiters.delete(waiter);
+        waiter.resolve(entry);
+      }
+    });
+    child.once("exit", (code) => {
+      this.#exited = new Error(`lockd exited (${code})`);
+      for (const waiter of this.#waiters) waiter.reject(this.#exited);
+      this.#waiters.clear();
+    });
+  }
+
+  logged(message: string): Promise<{ time: number }> {
+    if (this.#exited !== undefined) return Promise.reject(this.#exited);
+    return new Promise((resolve, reject) => this.#waiters.add({ message, resolve, reject }));
+  }
+}
+
+function parseLogLine(line: string): { msg: string; time: number } | undefined {
+  try {
+    const entry = JSON.parse(line) as { msg?: unknown; time?: unknown };
+    return typeof entry.msg === "string" && typeof entry.time === "number"
+      ? { msg: entry.msg, time: entry.time }
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The slot map in the store, through a store client of its own. */
@@ -158,20 +208,6 @@ export class SlotMapStore {
     const version = await this.#store.writeDocument(SLOT_MAP_DOCUMENT, next.toDocument(), map.version);
     if (version === undefined) throw new Error(`the slot map changed under the bench (was ${map.version})`);
     return SlotMap.fromDocument(version, next.toDocument());
-  }
-
-  /** Resolves with the first map (by the store's watch) in which `accept` holds. */
-  until(accept: (map: SlotMap) => boolean): Promise<SlotMap> {
-    return new Promise((resolve) => {
-      const stop = this.#store.watchDocument(SLOT_MAP_DOCUMENT, (document) => {
-        if (document === undefined) return;
-        const map = SlotMap.fromDocument(document.version, document.value);
-        if (!accept(map)) return;
-        // The watch calls back once at the start, before it returns its stop function.
-        queueMicrotask(stop);
-        resolve(map);
-      });
-    });
   }
 
   close(): Promise<void> {

@@ -2,7 +2,14 @@ import { KEY_SLOTS, keySlot, type SlotMap } from "@lock/protocol";
 import type { EtcdCluster } from "@lock/testkit";
 import { gapMs } from "./grant-gaps.js";
 import { loadLine, percentile, printRow } from "./report.js";
-import { type Deployment, halves, SlotMapStore, startDeployment } from "./slot-clusters.js";
+import {
+  type Deployment,
+  GAINS_SERVED,
+  halves,
+  type SlotCluster,
+  SlotMapStore,
+  startDeployment,
+} from "./slot-clusters.js";
 import {
   type HoldersOptions,
   type ProbeResult,
@@ -19,7 +26,7 @@ import {
  * (`{tag}:h:<i>`, one hash tag) on the slot's owner; a probe process loops acquire → release on
  * keys of that slot, of another east slot and of a west slot; the bench marks the slot as moving
  * to the other cluster by a compare-and-set of the map in the store, as an operator would, and
- * waits for the source's commit in the map. The slot moves back and forth, BENCH_MOVES (default
+ * waits until the target serves it. The slot moves back and forth, BENCH_MOVES (default
  * 10) times for each way the holders leave:
  *
  * - release: the holders release every lock at once as soon as the bench's write of the move
@@ -30,10 +37,11 @@ import {
  * Unavailability of a key: the longest stretch between two consecutive grants to its probe (the
  * last grant before the move and the first after, on the target). The probes' client retries
  * SLOT_MOVING after its retryIntervalMs (default 200 ms), which is part of every figure.
- * Move time: the write of the move → the commit seen by a watch of the store. After each move, a
- * control sample: the same holders (releasing at once, or extending) and probes for as long, with no
- * move: the other slots' longest gaps are set beside it, since the holders' own bursts (10,000
- * releases or extensions at once) stall every slot of their cluster for a moment, move or not.
+ * The move's steps, from its write, by the nodes' logs: the source committed it (its holders gone),
+ * the target serves the slot (a fresh epoch in use). After each move, a control sample: the same
+ * holders (releasing at once, or extending) and probes for as long, with no move: the other slots'
+ * longest gaps are set beside it, since the holders' own bursts (10,000 releases or extensions at
+ * once) stall every slot of their cluster for a moment, move or not.
  *
  * BENCH_TIMELINE=1 prints each sample's longest gaps, in ms from the write of the move.
  *
@@ -59,11 +67,23 @@ function keysWhere(prefix: string, count: number, accept: (slot: number) => bool
 }
 
 interface Sample {
-  /** The move's write → its commit seen (or as long, without a move). */
+  /** The move's write → the target serving (or as long, without a move). */
   readonly ms: number;
   readonly probes: readonly ProbeResult[];
   /** The moving slot's gaps that do not span the move: 0 unless something else stalled it. */
   readonly outside: number;
+  /** A move's steps in ms from its write: source committed, target serving, holders released. */
+  readonly steps: MoveSteps | undefined;
+}
+
+function stepsFrom(steps: MoveSteps | undefined, begun: number): MoveSteps | undefined {
+  if (steps === undefined) return undefined;
+  const { committed, served, released } = steps;
+  return {
+    committed: committed - begun,
+    served: served - begun,
+    released: released === undefined ? undefined : released - begun,
+  };
 }
 
 interface MoveSetup {
@@ -75,22 +95,39 @@ interface MoveSetup {
   readonly probeGroups: Readonly<Record<string, readonly string[]>>;
 }
 
-/** Between the write of a move and its commit seen; or the control's stretch without a move. */
-type Window = (holders: Worker) => Promise<{ readonly begun: number; readonly ended: number }>;
+/** Between the write of a move and the target serving; or the control's stretch without a move. */
+type Window = (holders: Worker) => Promise<{
+  readonly begun: number;
+  readonly ended: number;
+  /** A move's steps, by the source's and the target's logs, and the holders (`release` moves). */
+  readonly steps?: MoveSteps;
+}>;
 
-/** The slot moves to the other cluster, the holders leaving `way`. */
-function move(setup: MoveSetup, map: SlotMap, target: string, way: string): Window {
-  const { store, slot } = setup;
+/** When each step of a move happened (ms since the epoch). */
+interface MoveSteps {
+  readonly committed: number;
+  readonly served: number;
+  readonly released: number | undefined;
+}
+
+/**
+ * The slot moves from `source` to `target`, the holders leaving `way`; the window ends when the
+ * target logs that it serves the slot (a fresh epoch in use).
+ */
+function move(setup: MoveSetup, map: SlotMap, source: SlotCluster, target: SlotCluster, way: string): Window {
   return async (holders) => {
-    const committed = store.until((next) => {
-      const range = next.rangeOf(slot);
-      return range.cluster === target && range.movingTo === undefined;
-    });
+    const committed = source.logged("slot move committed");
+    const served = target.logged(GAINS_SERVED);
+    const released = way === "release" ? holders.next((line) => "released" in line).then(wallNow) : undefined;
     const begun = wallNow();
-    await store.beginMove(map, slot, target);
+    await setup.store.beginMove(map, setup.slot, target.name);
     if (way === "release") holders.step();
-    await committed;
-    return { begun, ended: wallNow() };
+    const steps = {
+      served: (await served).time,
+      committed: (await committed).time,
+      released: await released,
+    };
+    return { begun, ended: wallNow(), steps };
   };
 }
 
@@ -110,25 +147,29 @@ function withoutMove(ms: number, way: string): Window {
  */
 async function sample(setup: MoveSetup, way: string, controlMs?: number): Promise<Sample> {
   const map = await setup.store.read();
-  const source = map.rangeOf(setup.slot).cluster;
-  const target = source === "east" ? "west" : "east";
-  const address = (name: string) =>
-    setup.deployment.clusters.find((cluster) => cluster.name === name)!.address;
-  const window = controlMs === undefined ? move(setup, map, target, way) : withoutMove(controlMs, way);
+  const cluster = (name: string) => setup.deployment.clusters.find((it) => it.name === name)!;
+  const source = cluster(map.rangeOf(setup.slot).cluster);
+  const target = cluster(source.name === "east" ? "west" : "east");
+  const window =
+    controlMs === undefined ? move(setup, map, source, target, way) : withoutMove(controlMs, way);
   const workers: Worker[] = [];
   try {
     const holders = startHolders("1", {
-      server: address(source),
+      server: source.address,
       keyPrefix: setup.holderPrefix,
       count: LOCKS,
       ...WAYS[way]!,
     });
     workers.push(holders);
     await holders.next((line) => "held" in line);
-    const probes = startProbes("1", { server: address("east"), groups: setup.probeGroups, waitMs: 30_000 });
+    const probes = startProbes("1", {
+      server: cluster("east").address,
+      groups: setup.probeGroups,
+      waitMs: 30_000,
+    });
     workers.push(probes);
     await probes.next((line) => "ready" in line);
-    const { begun, ended } = await window(holders);
+    const { begun, ended, steps } = await window(holders);
     const results = probes.next<{ probes: ProbeResult[] }>((line) => "probes" in line);
     probes.step();
     const { probes: found } = await results;
@@ -141,12 +182,12 @@ async function sample(setup: MoveSetup, way: string, controlMs?: number): Promis
     const outside = moving.filter(({ longest }) => longest.to < begun || longest.from > ended).length;
     if (TIMELINE)
       printTimeline(
-        `${way} ${controlMs === undefined ? `${source}->${target}` : "no move"}`,
+        `${way} ${controlMs === undefined ? `${source.name}->${target.name}` : "no move"}`,
         found,
         begun,
         ended,
       );
-    return { ms: ended - begun, probes: found, outside };
+    return { ms: ended - begun, probes: found, outside, steps: stepsFrom(steps, begun) };
   } finally {
     for (const worker of workers) worker.stop();
   }
@@ -177,7 +218,6 @@ function gaps(samples: readonly Sample[], group: string): number[] {
 
 function printWay(way: string, moves: readonly Sample[], controls: readonly Sample[]): void {
   const moving = gaps(moves, "moving");
-  const times = sorted(moves.map((sample) => sample.ms));
   printRow(`${way}: moving slot unavailable`, {
     p50_ms: percentile(moving, 50),
     p99_ms: percentile(moving, 99),
@@ -185,7 +225,15 @@ function printWay(way: string, moves: readonly Sample[], controls: readonly Samp
     gaps: String(moving.length),
     gaps_outside_move: String(moves.reduce((sum, sample) => sum + sample.outside, 0)),
   });
-  printRow(`${way}: move write -> commit`, { p50_ms: percentile(times, 50), max_ms: times.at(-1)! });
+  const step = (name: keyof MoveSteps) => sorted(moves.flatMap((sample) => sample.steps?.[name] ?? []));
+  const [committed, served, released] = [step("committed"), step("served"), step("released")];
+  printRow(`${way}: move from its write`, {
+    committed_p50_ms: percentile(committed, 50),
+    committed_max_ms: committed.at(-1)!,
+    target_serves_p50_ms: percentile(served, 50),
+    target_serves_max_ms: served.at(-1)!,
+    ...(released.length > 0 ? { holders_released_p50_ms: percentile(released, 50) } : {}),
+  });
   for (const group of ["east", "west"]) {
     const [during, without] = [gaps(moves, group), gaps(controls, group)];
     printRow(`${way}: ${group} other slots, gap`, {
