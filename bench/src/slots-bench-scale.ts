@@ -101,8 +101,16 @@ export async function scaleSection(etcd: EtcdCluster): Promise<void> {
       lockdShare: median(runs.map((run) => run.lockdShare)),
     });
     printRound("medians", rounds, medianOf);
-    printRow("  paired ratio (median of rounds)", {
-      ratio: median(rounds.two.map((two, i) => two.rate / rounds.one[i]!.rate)),
+    // CPU µs per cycle: what the ratio is made of. The load generator's cost per cycle, several times
+    // lockd's, bounds both deployments' throughput on 2 cores.
+    const perCycle = (run: Round, share: number) => (share * CORES * 1e6) / run.rate;
+    const [one, two] = [medianOf(rounds.one), medianOf(rounds.two)];
+    printRow("  paired ratio, CPU us/cycle", {
+      paired_ratio: median(rounds.two.map((run, i) => run.rate / rounds.one[i]!.rate)),
+      load_one: perCycle(one, one.loadShare),
+      load_two: perCycle(two, two.loadShare),
+      lockd_one: perCycle(one, one.lockdShare),
+      lockd_two: perCycle(two, two.lockdShare),
     });
   } finally {
     for (const deployment of deployments.values()) deployment.stop();
