@@ -94,14 +94,12 @@ async function rounds(
 ): Promise<Record<Variant, Run[]>> {
   const runs: Record<Variant, Run[]> = { today: [], mapped: [], routed: [] };
   // One unmeasured run each first: the long-lived lockd processes warm up (JIT, tables).
-  for (const variant of VARIANTS)
-    await runVariant(deployments.get(variant)!, inflight, variant === "routed" ? prime : undefined);
+  const run = (variant: Variant) =>
+    runVariant(deployments.get(variant)!, inflight, variant === "routed" ? prime : undefined);
+  for (const variant of VARIANTS) await run(variant);
   for (let round = 0; round < ROUNDS; round++) {
     const order = VARIANTS.map((_, i) => VARIANTS[(i + round) % VARIANTS.length]!);
-    for (const variant of order) {
-      const primeKey = variant === "routed" ? prime : undefined;
-      runs[variant].push(await runVariant(deployments.get(variant)!, inflight, primeKey));
-    }
+    for (const variant of order) runs[variant].push(await run(variant));
     const [today, mapped, routed] = VARIANTS.map((variant) => runs[variant].at(-1)!);
     printRow(`${name} round ${round + 1}`, {
       today: formatRate(rate(today!)),
