@@ -1,3 +1,4 @@
+import type { EtcdCluster } from "@lock/testkit";
 import { loadLine } from "./report.js";
 import { startPinnedEtcd } from "./slot-clusters.js";
 import { clientSection } from "./slots-bench-client.js";
@@ -15,7 +16,7 @@ import { scaleSection } from "./slots-bench-scale.js";
  *   others cannot be taken.
  * - scale (slots-bench-scale.ts): two clusters, one per core, against one cluster on one core.
  */
-const sections: Record<string, (etcd: Awaited<ReturnType<typeof startPinnedEtcd>>) => Promise<void>> = {
+const sections: Record<string, (etcd: EtcdCluster) => Promise<void>> = {
   client: clientSection,
   move: moveSection,
   scale: scaleSection,
