@@ -78,8 +78,12 @@ function tagBounds(key: string): [number, number] {
   return [0, key.length];
 }
 
-/** The slot (0 to 16383) that `key` belongs to. */
+/** The slot (0 to 16383) that `key` belongs to. Computed per request: no allocation. */
 export function keySlot(key: string): number {
-  const [start, end] = tagBounds(key);
-  return crc16Utf8(key, start, end) & (KEY_SLOTS - 1);
+  const open = key.indexOf("{");
+  if (open >= 0) {
+    const close = key.indexOf("}", open + 1);
+    if (close > open + 1) return crc16Utf8(key, open + 1, close) & (KEY_SLOTS - 1);
+  }
+  return crc16Utf8(key, 0, key.length) & (KEY_SLOTS - 1);
 }

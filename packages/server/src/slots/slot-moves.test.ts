@@ -36,12 +36,13 @@ function member(name: string, store: MemoryCoordinationStore, clock: ManualClock
     wallNow: () => 1_800_000_000_000,
   });
   const gate = new SlotGate(name);
-  const state = { active: true, mayCommit: true, raises: 0 };
+  const state = { active: true, mayCommit: true, raises: 0, gainsServed: 0 };
   const moves = new SlotMoves({
     gate,
     store,
     node,
     timers,
+    events: { gainsServed: () => state.gainsServed++ },
     host: {
       active: () => state.active,
       mayCommit: () => state.mayCommit,
@@ -117,6 +118,7 @@ describe("SlotMoves", () => {
     await advance(SLOT_MOVE_POLL_MS);
     expect(west.state.raises).toBe(1);
     expect(west.gate.needsEpoch).toBe(false);
+    expect(west.state.gainsServed).toBe(1);
 
     const held = east.acquire(KEY, "h1");
     expect(held.status).toBe("granted");
@@ -145,6 +147,7 @@ describe("SlotMoves", () => {
     expect(east.gate.check(acquire(KEY))).toMatchObject({ kind: "redirect", reply: { cluster: "west" } });
     await advance(SLOT_MOVE_POLL_MS);
     expect(west.state.raises).toBe(2);
+    expect(west.state.gainsServed).toBe(2);
     expect(west.gate.check(acquire(KEY))).toBeUndefined();
     const granted = west.acquire(KEY);
     expect(granted.status === "granted" && granted.token > sourceToken).toBe(true);

@@ -30,7 +30,10 @@ export interface SlotMoveEvents {
   withdrawn?(count: number): void;
   /** A move's source committed it: its target owns the ranges from map `version` on. */
   committed?(ranges: readonly OutgoingRange[], version: bigint): void;
-  /** Slots this cluster gained may be granted in from now on: an epoch taken after the gain is in use. */
+  /**
+   * Slots this cluster gained may be granted in from now on: an epoch taken after the gain is in use
+   * (a raise, or the epochs of the lease a promotion took).
+   */
   gainsServed?(): void;
   /** A store call of a move failed (it is retried). */
   storeFailed?(operation: string, error: unknown): void;
@@ -85,6 +88,8 @@ export class SlotMoves {
   /** No raise or commit before this time (after a failure). */
   #quietUntil = Number.NEGATIVE_INFINITY;
   #closed = false;
+  /** Gained slots waited for an epoch at the last look (to report when they no longer do). */
+  #gainsPending = false;
 
   constructor(options: SlotMovesOptions) {
     this.#options = options;
@@ -115,6 +120,10 @@ export class SlotMoves {
     this.#timer = undefined;
     if (this.#closed) return;
     const { gate, host } = this.#options;
+    // Whichever epoch covered them (a raise here, or the lease's at a promotion): said once.
+    const pending = gate.needsEpoch;
+    if (this.#gainsPending && !pending) this.#options.events?.gainsServed?.();
+    this.#gainsPending = pending;
     if (!host.active()) {
       this.#drain = undefined;
       return;
@@ -150,7 +159,6 @@ export class SlotMoves {
           return;
         }
         gate.epochInUse(ticket);
-        events?.gainsServed?.();
       },
       (error: unknown) => {
         this.#raising = false;
