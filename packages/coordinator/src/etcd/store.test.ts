@@ -33,7 +33,9 @@ it("starts the next call at the next member when one hangs", async () => {
   const store = new EtcdCoordinationStore({
     endpoints: [`127.0.0.1:${silent.port}`, ...single.endpoints],
     prefix,
-    callTimeoutMs: 300,
+    // The live member must answer within it too, on a loaded machine (300 ms failed CI once on
+    // Node 26: the real member's takeEpoch, a read and a transaction, timed out).
+    callTimeoutMs: 2_000,
   });
   try {
     await expect(store.readEpoch()).rejects.toBeInstanceOf(CoordinatorUnavailableError);
