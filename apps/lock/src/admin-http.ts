@@ -129,3 +129,11 @@ function send(
     outgoing.end(body);
   });
 }
+
+/** lockd's error answer (its status, and its `code` and `message` when it sent them) as exit 85. */
+export function refusedBy(address: string, answer: AdminAnswer): CliError {
+  const body = (answer.body ?? {}) as { code?: unknown; message?: unknown };
+  const code = typeof body.code === "string" ? ` ${body.code}` : "";
+  const message = typeof body.message === "string" ? `: ${body.message}` : "";
+  return new CliError("REFUSED", `admin server ${address} answered ${answer.status}${code}${message}`);
+}

@@ -1,4 +1,4 @@
-import { adminGet } from "./admin-http.js";
+import { adminGet, refusedBy } from "./admin-http.js";
 import type { LocksCommand } from "./args.js";
 import { formatDuration } from "./duration.js";
 import { CliError } from "./errors.js";
@@ -96,12 +96,8 @@ async function fetchPage(address: string, path: string, settings: Settings): Pro
     timeoutMs: settings.timeoutMs,
     tls: settings.tls,
   });
-  const body = answer.body as Partial<LocksPage> & { code?: unknown; error?: unknown; message?: unknown };
-  if (answer.status !== 200) {
-    const code = typeof body.code === "string" ? ` ${body.code}` : "";
-    const message = typeof body.message === "string" ? `: ${body.message}` : "";
-    throw new CliError("REFUSED", `admin server ${address} answered ${answer.status}${code}${message}`);
-  }
+  if (answer.status !== 200) throw refusedBy(address, answer);
+  const body = answer.body as Partial<LocksPage>;
   if (!Array.isArray(body.locks) || (body.nextCursor !== null && typeof body.nextCursor !== "string")) {
     throw new CliError("REFUSED", `admin server ${address} answered /locks with an unexpected shape`);
   }

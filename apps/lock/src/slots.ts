@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { type AdminAnswer, adminGet, adminPost } from "./admin-http.js";
+import { type AdminAnswer, adminGet, adminPost, refusedBy } from "./admin-http.js";
 import type { SlotsCommand } from "./args.js";
 import { formatDuration } from "./duration.js";
 import { CliError } from "./errors.js";
@@ -145,11 +145,8 @@ function request(settings: Settings) {
 
 /** The body of an answer with status `expected`; lockd's error (its code and message) otherwise. */
 function ensureOk(answer: AdminAnswer, address: string, expected: number): unknown {
-  if (answer.status === expected) return answer.body;
-  const body = (answer.body ?? {}) as { code?: unknown; message?: unknown };
-  const code = typeof body.code === "string" ? ` ${body.code}` : "";
-  const message = typeof body.message === "string" ? `: ${body.message}` : "";
-  throw new CliError("REFUSED", `admin server ${address} answered ${answer.status}${code}${message}`);
+  if (answer.status !== expected) throw refusedBy(address, answer);
+  return answer.body;
 }
 
 /** The map as two tables: ranges (with moves in progress) and each cluster's addresses. */

@@ -1,6 +1,7 @@
 import { setImmediate as yieldToEventLoop } from "node:timers/promises";
 import type { LockServer } from "@lock/server";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import type { FastifyInstance } from "fastify";
+import { adminError } from "./admin-errors.js";
 
 export const DEFAULT_LOCKS_LIMIT = 100;
 export const MAX_LOCKS_LIMIT = 1000;
@@ -41,12 +42,12 @@ export function registerLocksRoute(app: FastifyInstance, server: LockServer): vo
   app.get("/locks", async (request, reply): Promise<LocksPage | undefined> => {
     const query = request.query as Record<string, unknown>;
     const prefix = query.prefix ?? "";
-    if (typeof prefix !== "string") return badRequest(reply, "BAD_PREFIX", "prefix must be given once");
+    if (typeof prefix !== "string") return adminError(reply, 400, "BAD_PREFIX", "prefix must be given once");
     const limit = parseLimit(query.limit);
     if (limit === undefined)
-      return badRequest(reply, "BAD_LIMIT", `limit must be an integer from 1 to ${MAX_LOCKS_LIMIT}`);
+      return adminError(reply, 400, "BAD_LIMIT", `limit must be an integer from 1 to ${MAX_LOCKS_LIMIT}`);
     const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-    if (after === null) return badRequest(reply, "BAD_CURSOR", "cursor is not one this server returned");
+    if (after === null) return adminError(reply, 400, "BAD_CURSOR", "cursor is not one this server returned");
 
     return listLocks(server, { prefix, after, limit });
   });
@@ -104,10 +105,4 @@ export function decodeCursor(raw: unknown): string | null {
   const key = bytes.toString("utf8");
   // Canonical only: invalid UTF-8 or a non-canonical encoding was not made here.
   return key.length > 0 && encodeCursor(key) === raw ? key : null;
-}
-
-/** The error shape of every admin 4xx: Fastify's own, with a stable `code`. */
-export async function badRequest(reply: FastifyReply, code: string, message: string): Promise<undefined> {
-  await reply.code(400).send({ statusCode: 400, code, error: "Bad Request", message });
-  return undefined;
 }

@@ -1,7 +1,7 @@
-import { STATUS_CODES } from "node:http";
 import { KEY_SLOTS, SlotMap, SlotMapError } from "@lock/protocol";
 import { type CoordinationStore, type LockServer, SLOT_MAP_DOCUMENT } from "@lock/server";
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { adminError } from "./admin-errors.js";
 
 /** Compare-and-set attempts of a move's begin before it answers CONFLICT (another writer keeps winning). */
 const BEGIN_ATTEMPTS = 3;
@@ -56,19 +56,19 @@ export function registerSlotsRoutes(
 ): void {
   app.get("/slots", async (_request, reply) => {
     const status = slotsStatus(server);
-    if (status === null) return failure(reply, 404, "NO_SLOT_MAP", "this node runs without --slot-map");
+    if (status === null) return adminError(reply, 404, "NO_SLOT_MAP", "this node runs without --slot-map");
     return status;
   });
   app.post("/slots/moves", async (request, reply) => {
     if (!server.slots || !store)
-      return failure(reply, 404, "NO_SLOT_MAP", "this node runs without --slot-map (and --coordinator)");
+      return adminError(reply, 404, "NO_SLOT_MAP", "this node runs without --slot-map (and --coordinator)");
     const body = moveBody(request.body);
-    if (typeof body === "string") return failure(reply, 400, "INVALID_MOVE", body);
+    if (typeof body === "string") return adminError(reply, 400, "INVALID_MOVE", body);
     try {
       return await beginMove(store, body, reply);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      return failure(reply, 503, "COORDINATOR_UNAVAILABLE", `the coordinator did not answer: ${message}`);
+      return adminError(reply, 503, "COORDINATOR_UNAVAILABLE", `the coordinator did not answer: ${message}`);
     }
   });
 }
@@ -77,7 +77,7 @@ async function beginMove(store: CoordinationStore, move: MoveBody, reply: Fastif
   for (let attempt = 0; attempt < BEGIN_ATTEMPTS; attempt += 1) {
     const document = await store.readDocument(SLOT_MAP_DOCUMENT);
     if (document === undefined)
-      return failure(
+      return adminError(
         reply,
         404,
         "NO_SLOT_MAP",
@@ -91,7 +91,7 @@ async function beginMove(store: CoordinationStore, move: MoveBody, reply: Fastif
       next = map.withMoveBegun(move.from, move.to, move.target, document.version + 1n);
     } catch (error) {
       if (!(error instanceof SlotMapError)) throw error;
-      return failure(reply, 400, "INVALID_MOVE", error.message);
+      return adminError(reply, 400, "INVALID_MOVE", error.message);
     }
     const version = await store.writeDocument(SLOT_MAP_DOCUMENT, next.toDocument(), document.version);
     if (version !== undefined)
@@ -99,7 +99,12 @@ async function beginMove(store: CoordinationStore, move: MoveBody, reply: Fastif
         .code(202)
         .send({ version: version.toString(), from: move.from, to: move.to, source, target: move.target });
   }
-  return failure(reply, 409, "CONFLICT", "the slot map kept changing while the move was written; try again");
+  return adminError(
+    reply,
+    409,
+    "CONFLICT",
+    "the slot map kept changing while the move was written; try again",
+  );
 }
 
 /** The body's move, or why it is not one. */
@@ -115,15 +120,4 @@ function moveBody(body: unknown): MoveBody | string {
   if (from > to) return `"from" (${from}) must not be above "to" (${to})`;
   if (typeof target !== "string" || target === "") return `"target" must name a cluster of the map`;
   return { from, to, target };
-}
-
-/** The admin error shape (Fastify's own, with a stable `code`). */
-async function failure(
-  reply: FastifyReply,
-  status: number,
-  code: string,
-  message: string,
-): Promise<undefined> {
-  await reply.code(status).send({ statusCode: status, code, error: STATUS_CODES[status], message });
-  return undefined;
 }

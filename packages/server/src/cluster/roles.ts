@@ -377,10 +377,7 @@ export class RoleChanges {
       (epoch) => {
         this.#busy = false;
         if (node.role !== "active" || epoch <= node.epoch) return;
-        node.useEpoch(epoch);
-        this.#deps.replicator.announceEpoch(epoch);
-        this.counters.epochRaises += 1;
-        this.#deps.events.roleChanged("active", `raised epoch above ${above} (from the coordinator)`, epoch);
+        this.#raiseTo(epoch, `raised epoch above ${above} (from the coordinator)`);
         this.leaseValidityChanged();
       },
       (error: unknown) => {
@@ -402,17 +399,17 @@ export class RoleChanges {
     if (!ownership || !stillActive()) return false;
     const epoch = await ownership.takeEpoch(node.highestEpoch);
     if (!stillActive()) return false;
-    if (epoch > node.epoch) {
-      node.useEpoch(epoch);
-      this.#deps.replicator.announceEpoch(epoch);
-      this.counters.epochRaises += 1;
-      this.#deps.events.roleChanged(
-        "active",
-        "took a fresh epoch for slots moved here (from the coordinator)",
-        epoch,
-      );
-    }
+    if (epoch > node.epoch)
+      this.#raiseTo(epoch, "took a fresh epoch for slots moved here (from the coordinator)");
     return true;
+  }
+
+  /** The active grants from `epoch`, a store epoch above its own, from now on; standbys learn it. */
+  #raiseTo(epoch: bigint, reason: string): void {
+    this.#deps.node.useEpoch(epoch);
+    this.#deps.replicator.announceEpoch(epoch);
+    this.counters.epochRaises += 1;
+    this.#deps.events.roleChanged("active", reason, epoch);
   }
 
   /** The lease may have become valid or lapsed: an active grants only while it is valid. */

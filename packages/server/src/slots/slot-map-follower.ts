@@ -1,5 +1,5 @@
 import { SlotMap, SlotMapError } from "@lock/protocol";
-import type { CoordinationStore } from "../coordination/store.js";
+import type { CoordinationStore, VersionedDocument } from "../coordination/store.js";
 import type { SlotGate } from "./slot-gate.js";
 
 /** The coordination store's document that holds the slot map, one for every cluster of a store prefix. */
@@ -38,14 +38,18 @@ export function followSlotMap(
       if (gate.map !== undefined) events.mapDeleted();
       return;
     }
-    let map: SlotMap;
-    try {
-      map = SlotMap.fromDocument(document.version, document.value);
-    } catch (error) {
-      if (!(error instanceof SlotMapError)) throw error;
-      events.mapRefused(document.version, error);
-      return;
-    }
-    if (gate.update(map)) events.mapChanged(map);
+    const map = slotMapOf(document);
+    if (map instanceof SlotMapError) events.mapRefused(document.version, map);
+    else if (gate.update(map)) events.mapChanged(map);
   });
+}
+
+/** The store's document as a map, or why it is not a valid one (written by hand?). */
+export function slotMapOf(document: VersionedDocument): SlotMap | SlotMapError {
+  try {
+    return SlotMap.fromDocument(document.version, document.value);
+  } catch (error) {
+    if (error instanceof SlotMapError) return error;
+    throw error;
+  }
 }

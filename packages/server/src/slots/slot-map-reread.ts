@@ -1,8 +1,8 @@
 import type { TimerQueue } from "@lock/deadline-heap";
-import { SlotMap, SlotMapError } from "@lock/protocol";
+import { SlotMapError } from "@lock/protocol";
 import type { CoordinationStore } from "../coordination/store.js";
 import type { SlotGate } from "./slot-gate.js";
-import { SLOT_MAP_DOCUMENT } from "./slot-map-follower.js";
+import { SLOT_MAP_DOCUMENT, slotMapOf } from "./slot-map-follower.js";
 
 /** How long after a failed re-read the next one is sent. */
 const REREAD_RETRY_MS = 100;
@@ -23,11 +23,11 @@ export function rereadSlotMap(
   const ticket = gate.awaitReread();
   const attempt = (): void => {
     store.readDocument(SLOT_MAP_DOCUMENT).then(
-      (document) =>
-        gate.reread(
-          ticket,
-          document === undefined ? undefined : parse(document.version, document.value, gate),
-        ),
+      (document) => {
+        const map = document === undefined ? undefined : slotMapOf(document);
+        // An invalid document keeps the map the node had (the watch reports it).
+        gate.reread(ticket, map instanceof SlotMapError ? gate.map : map);
+      },
       (error: unknown) => {
         failed(error);
         timers.after(REREAD_RETRY_MS, attempt);
@@ -35,13 +35,4 @@ export function rereadSlotMap(
     );
   };
   attempt();
-}
-
-function parse(version: bigint, value: string, gate: SlotGate): SlotMap | undefined {
-  try {
-    return SlotMap.fromDocument(version, value);
-  } catch (error) {
-    if (!(error instanceof SlotMapError)) throw error;
-    return gate.map;
-  }
 }
