@@ -20,7 +20,9 @@ import { LOCKD_MAIN, runLoad, startLockd } from "./spawn.js";
  *   the rate on a shared machine). Server cpu 0, load cpu 1.
  * - `latency`: the same load, one request in flight: acquire round trip p50. Both on cpu 0.
  * - `client`: each build's `@lock/client` against its own lockd: 1024 in flight (server cpu 0,
- *   client cpu 1) and sequential acquire+release p50 (both on cpu 0).
+ *   client cpu 1) and sequential acquire+release p50 (both on cpu 0). With BENCH_CLIENT_SERVER=this,
+ *   both clients talk to this build's lockd, so the figure is the clients' alone (issue #24: the
+ *   slot-aware client against a one-cluster deployment, within 5 % of the client before it).
  * - `memory`: RSS per held exclusive lock at 1M locks (bench/src/lockd-memory.ts; BENCH_MEMORY_KEYS),
  *   lockd on cpu 0.
  *
@@ -176,9 +178,12 @@ async function latency(): Promise<void> {
   }));
 }
 
-/** `build`'s @lock/client against its own lockd (bench/src/client-load-worker.ts). */
+/** Whose lockd the `client` loads talk to: each build's own, or this build's for both (`this`). */
+const CLIENT_SERVER = process.env.BENCH_CLIENT_SERVER === "this" ? "this" : "own";
+
+/** `build`'s @lock/client against its own lockd, or this build's (bench/src/client-load-worker.ts). */
 async function viaClient(build: Build, serverCpu: string, clientCpu: string, inflight: number) {
-  const served = await startLockd(serverCpu, [], build.main);
+  const served = await startLockd(serverCpu, [], CLIENT_SERVER === "this" ? LOCKD_MAIN : build.main);
   try {
     return await runCycleLoad(clientCpu, {
       target: { system: "lockd", port: served.port, connections: 1, clientModule: build.client },
@@ -191,14 +196,20 @@ async function viaClient(build: Build, serverCpu: string, clientCpu: string, inf
 }
 
 async function client(): Promise<void> {
-  console.log("\n# each build's @lock/client against its own lockd, exclusive locks");
+  console.log(
+    CLIENT_SERVER === "this"
+      ? "\n# each build's @lock/client against this build's lockd (one node, no slot map), exclusive locks"
+      : "\n# each build's @lock/client against its own lockd, exclusive locks",
+  );
   await compare(
     {
       rate: { label: "1024 in flight cycles/s (server cpu 0, client cpu 1)", unit: "per_s", target: faster },
+      clientCpuUs: { label: "1024 in flight, client cpu us/cycle", unit: "us", target: quicker },
     },
     async (build) => {
       const load = await viaClient(build, "0", "1", 1024);
-      return { rate: load.ops / load.seconds };
+      // CPU per cycle moves much less than the rate on a shared machine (see `raw`).
+      return { rate: load.ops / load.seconds, clientCpuUs: (load.clientCpuMs * 1000) / load.ops };
     },
   );
   await compare(

@@ -15,6 +15,9 @@ export interface ClientLoadOptions {
   readonly durationMs: number;
 }
 
+/** What a worker measured, with its own CPU time over the load (warm-up included), in ms. */
+export type Measured<T> = T & { readonly clientCpuMs: number };
+
 function runWorker<T>(cpus: string | undefined, options: ClientLoadOptions): Promise<T> {
   const worker = spawnPinned(cpus, [join(BENCH_DIST, "client-load-worker.js"), JSON.stringify(options)]);
   return firstJsonLine<T>(worker, (value) => typeof value.seconds === "number");
@@ -24,7 +27,7 @@ function runWorker<T>(cpus: string | undefined, options: ClientLoadOptions): Pro
 export function runCycleLoad(
   cpus: string | undefined,
   options: Omit<ClientLoadOptions, "scenario">,
-): Promise<CycleLoad> {
+): Promise<Measured<CycleLoad>> {
   return runWorker(cpus, { ...options, scenario: "cycles" });
 }
 
@@ -32,6 +35,6 @@ export function runCycleLoad(
 export function runContendLoad(
   cpus: string | undefined,
   options: Omit<ClientLoadOptions, "scenario">,
-): Promise<ContendLoad> {
+): Promise<Measured<ContendLoad>> {
   return runWorker(cpus, { ...options, scenario: "contend" });
 }
