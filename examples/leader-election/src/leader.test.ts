@@ -40,7 +40,7 @@ function write(tx: PostgresFenceTx, node: string, term: Term): Promise<unknown> 
   return tx.query("INSERT INTO writes (node, term) VALUES ($1, $2)", [node, term.term.toString()]);
 }
 
-/** A promise and its resolve function (Node 20 has no Promise.withResolvers). */
+/** A promise and its resolve function (the ES2023 lib this repository compiles against has no Promise.withResolvers). */
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;
   const promise = new Promise<T>((done) => (resolve = done));
