@@ -133,4 +133,25 @@ describe("elect against lockd", () => {
     expect(leader.signal.aborted).toBe(true);
     expect((await serverCounts(lockd)).keys).toBe(0);
   });
+
+  it("tells a leader it lost: lease-lost while no server answers, extension-refused by a lockd that lost the grant", async () => {
+    const lockd = await LockdProcess.start();
+    cleanup.push(() => lockd.dispose());
+    const candidate = client([lockd.address]);
+    const cutOff = await candidate.elect("el:cut-off", { leaseMs: 1_000 });
+    // A stopped lockd answers nothing: the lease runs out on the client's clock.
+    lockd.pause();
+    try {
+      expect((await cutOff.lost).reason).toBe("lease-lost");
+    } finally {
+      lockd.resume();
+    }
+    const forgotten = await candidate.elect("el:forgotten", { leaseMs: 3_000 });
+    // A single lockd restarted (kill -9) has no holders: the leader's next extension is refused.
+    await lockd.kill("SIGKILL");
+    await lockd.restart();
+    const loss = await forgotten.lost;
+    expect(loss).toMatchObject({ reason: "extension-refused", term: forgotten.term });
+    expect(forgotten.signal.reason).toBe(loss.error);
+  });
 });
