@@ -32,10 +32,11 @@ export async function runWhileLeader(command: RunCommand, settings: Settings, io
       try {
         return await supervise(leadershipHolding(leader), command, signals, io);
       } catch (error) {
+        // From here a signal ends lock (the next campaign), not the command that is gone.
+        signals.stopForwarding();
         const lost = error instanceof CliError && error.code === "LOCK_LOST";
         if (!lost || !command.elect?.recampaign || signals.forwarded !== undefined) throw error;
         io.stderr(`lock: leadership of ${leader.key} (term ${leader.term}) lost; campaigning again`);
-        signals.stopForwarding();
       }
     }
   } finally {
