@@ -178,6 +178,27 @@ describe("elect", () => {
     expect(removed).not.toHaveBeenCalled();
   });
 
+  it("a listener that throws does not keep the others from being told; its error is rethrown, not swallowed", async () => {
+    const { leader, losses } = await elected();
+    const failure = new Error("listener failed");
+    leader.on("lost", () => {
+      throw failure;
+    });
+    const after = vi.fn();
+    leader.on("lost", after);
+    const microtasks: unknown[] = [];
+    const queue = vi.spyOn(globalThis, "queueMicrotask").mockImplementation((task) => microtasks.push(task));
+    try {
+      leader.clientClosing();
+    } finally {
+      queue.mockRestore();
+    }
+    expect(losses).toHaveLength(1);
+    expect(after).toHaveBeenCalledTimes(1);
+    expect(microtasks).toHaveLength(1);
+    expect(() => (microtasks[0] as () => void)()).toThrow(failure);
+  });
+
   it("rejects with the campaign's error when its signal aborts; nothing is tracked", async () => {
     const controller = new AbortController();
     const leadership = elect(backend, "jobs:leader", { leaseMs: LEASE, signal: controller.signal });

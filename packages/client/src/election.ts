@@ -9,6 +9,9 @@ import type { Lock } from "./lock.js";
  *
  * Nothing here re-implements the lease: a Leadership is a Lock acquired with `autoExtend`, and
  * loses exactly when that Lock is lost, or when it resigns or its client closes.
+ *
+ * Election answers "am I the leader?". Following who leads without standing (the holder and term of
+ * a key, as they change) is a watch on the key, not a campaign: client.observe(key), apart from this.
  */
 
 export interface ElectOptions {
