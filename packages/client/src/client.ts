@@ -1,5 +1,6 @@
 import { keySlot, type LockMode, type Request } from "@lock/protocol";
 import { type AcquireContext, AcquireOp, type AcquireSpec } from "./acquire.js";
+import { type ElectOptions, elect, type Leadership } from "./election.js";
 import { AbortError, ClientClosedError, LockLostError, LockServerError, ProtocolError } from "./errors.js";
 import { type ClientEventListener, type ClientEventName, Emitter } from "./events.js";
 import { RequestIds } from "./ids.js";
@@ -87,6 +88,8 @@ export class LockClient implements AsyncDisposable {
   readonly #held = new LinkedSet<Lock>();
   readonly #background = new LinkedSet<RetryingRequest>();
   readonly #extensions = new LinkedSet<RetryingRequest>();
+  // Told when close() begins, before their locks are released.
+  readonly #leaderships = new Set<Leadership>();
   /** Resolved when #pending or #background shrinks: close() waits for both to empty. */
   #shrunk: Array<() => void> = [];
   readonly #backend: LockBackend;
@@ -163,6 +166,24 @@ export class LockClient implements AsyncDisposable {
     }
     await lock.release();
     return result;
+  }
+
+  /**
+   * Campaigns for leadership of `key` and resolves once elected: the leader is the lock's holder, and
+   * `leader.term` is its fencing token (docs: README.md, "Leader election"). The lease is extended
+   * while leading; `leader.signal` aborts and `leader.lost` resolves when leadership ends. Rejects
+   * as acquire() does (AbortError when `signal` aborts, LockTimeoutError when `waitMs` runs out).
+   */
+  elect(key: string, options: ElectOptions): Promise<Leadership> {
+    return elect(
+      {
+        acquire: (lockKey, acquireOptions) => this.acquire(lockKey, acquireOptions),
+        track: (leadership) => this.#leaderships.add(leadership),
+        forget: (leadership) => this.#leaderships.delete(leadership),
+      },
+      key,
+      options,
+    );
   }
 
   /**
@@ -383,6 +404,7 @@ export class LockClient implements AsyncDisposable {
   }
 
   async #shutDown(): Promise<void> {
+    for (const leadership of [...this.#leaderships]) leadership.clientClosing();
     for (const op of this.#pending.toArray()) op.giveUp(new ClientClosedError());
     for (const lock of this.#held.toArray()) lock.release().catch(() => {});
     const deadline = this.#timers.clock.now() + this.#options.releaseRetryMs;
