@@ -43,6 +43,15 @@ describe("key families", () => {
     expect(families.names).toEqual([OTHER_FAMILY, "a:*", "b:*"]);
   });
 
+  it("gives each key its own built-in family when many families' keys interleave (past the recent ones)", () => {
+    const families = new KeyFamilies([], 100);
+    const names = Array.from({ length: 20 }, (_, i) => `f${String.fromCharCode(97 + i)}`);
+    for (let round = 0; round < 3; round++)
+      for (const name of names) expect(families.labelOf(`${name}:${round}`)).toBe(`${name}:*`);
+    expect(families.labelOf("fa-7")).toBe("fa-*");
+    expect(families.names).toHaveLength(22);
+  });
+
   it("runs the rules once per key while the key stays cached, and at most `cacheSize` keys are", () => {
     let tests = 0;
     const counting = /^hot:/;

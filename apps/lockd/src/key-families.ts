@@ -48,13 +48,22 @@ export function parseFamilyRules(text: string): FamilyRule[] | { error: string }
  * key with neither is its own family (`leader`), which the cap bounds.
  */
 export function builtInFamily(key: string): string {
+  const cut = builtInCut(key);
+  return cut < 0 ? key : `${key.slice(0, cut)}*`;
+}
+
+/** The length of the built-in family's prefix (its `*` stands for the rest), or -1: the whole key. */
+function builtInCut(key: string): number {
   for (let i = 0; i < key.length; i++) {
     const code = key.charCodeAt(i);
-    if (code === 58 /* : */) return `${key.slice(0, i + 1)}*`;
-    if (code >= 48 && code <= 57) return `${key.slice(0, i)}*`;
+    if (code === 58 /* : */) return i + 1;
+    if (code >= 48 && code <= 57) return i;
   }
-  return key;
+  return -1;
 }
+
+/** Built-in families recently seen, by prefix: most keys come in runs of a few families. */
+const RECENT_PREFIXES = 8;
 
 /**
  * Maps keys to family numbers: 0 is `other`, then families in the order they were first seen, at
@@ -70,6 +79,9 @@ export class KeyFamilies {
   readonly #cache = new Map<string, number>();
   readonly #numbers = new Map<string, number>();
   readonly #names: string[] = [OTHER_FAMILY];
+  /** Recent built-in families' prefixes and numbers, newest first (see #builtInNumber). */
+  readonly #recentPrefixes: string[] = [];
+  readonly #recentNumbers: number[] = [];
 
   constructor(rules: readonly FamilyRule[], limit = DEFAULT_FAMILY_LIMIT, cacheSize = DEFAULT_CACHE_SIZE) {
     this.#rules = rules;
@@ -84,6 +96,9 @@ export class KeyFamilies {
   }
 
   numberOf(key: string): number {
+    // Without rules the built-in family is a few characters' scan: cheaper than hashing the key,
+    // and a key seen once (a job id) would only churn the cache.
+    if (this.#rules.length === 0) return this.#builtInNumber(key);
     const cached = this.#cache.get(key);
     if (cached !== undefined) return cached;
     const number = this.#number(this.nameOf(key));
@@ -101,6 +116,26 @@ export class KeyFamilies {
   /** The family's label as /metrics shows it: `other` once the cap is reached. */
   labelOf(key: string): string {
     return this.#names[this.numberOf(key)]!;
+  }
+
+  /** The built-in family's number, found without building its name when its prefix is recent. */
+  #builtInNumber(key: string): number {
+    const cut = builtInCut(key);
+    if (cut < 0) return this.#number(key);
+    const prefixes = this.#recentPrefixes;
+    for (let i = 0; i < prefixes.length; i++) {
+      const prefix = prefixes[i]!;
+      if (prefix.length === cut && key.startsWith(prefix)) return this.#recentNumbers[i]!;
+    }
+    const prefix = key.slice(0, cut);
+    const number = this.#number(`${prefix}*`);
+    if (prefixes.length >= RECENT_PREFIXES) {
+      prefixes.pop();
+      this.#recentNumbers.pop();
+    }
+    prefixes.unshift(prefix);
+    this.#recentNumbers.unshift(number);
+    return number;
   }
 
   #number(name: string): number {
