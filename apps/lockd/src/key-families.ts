@@ -52,12 +52,16 @@ export function builtInFamily(key: string): string {
   return cut < 0 ? key : `${key.slice(0, cut)}*`;
 }
 
+function isDigit(code: number): boolean {
+  return code >= 48 && code <= 57;
+}
+
 /** The length of the built-in family's prefix (its `*` stands for the rest), or -1: the whole key. */
 function builtInCut(key: string): number {
   for (let i = 0; i < key.length; i++) {
     const code = key.charCodeAt(i);
     if (code === 58 /* : */) return i + 1;
-    if (code >= 48 && code <= 57) return i;
+    if (isDigit(code)) return i;
   }
   return -1;
 }
@@ -82,6 +86,7 @@ export class KeyFamilies {
   /** Recent built-in families' prefixes and numbers, newest first (see #builtInNumber). */
   readonly #recentPrefixes: string[] = [];
   readonly #recentNumbers: number[] = [];
+  readonly #recentColons: boolean[] = [];
 
   constructor(rules: readonly FamilyRule[], limit = DEFAULT_FAMILY_LIMIT, cacheSize = DEFAULT_CACHE_SIZE) {
     this.#rules = rules;
@@ -120,21 +125,27 @@ export class KeyFamilies {
 
   /** The built-in family's number, found without building its name when its prefix is recent. */
   #builtInNumber(key: string): number {
-    const cut = builtInCut(key);
-    if (cut < 0) return this.#number(key);
+    // A recent prefix has no ':' or digit but its last character (a ':' it was cut after): a key
+    // that starts with it is cut at the same place if the prefix ends with ':', or if the key has
+    // a digit right after it. So a hit needs no scan of the key.
     const prefixes = this.#recentPrefixes;
     for (let i = 0; i < prefixes.length; i++) {
       const prefix = prefixes[i]!;
-      if (prefix.length === cut && key.startsWith(prefix)) return this.#recentNumbers[i]!;
+      if (key.startsWith(prefix) && (this.#recentColons[i] || isDigit(key.charCodeAt(prefix.length))))
+        return this.#recentNumbers[i]!;
     }
+    const cut = builtInCut(key);
+    if (cut < 0) return this.#number(key);
     const prefix = key.slice(0, cut);
     const number = this.#number(`${prefix}*`);
     if (prefixes.length >= RECENT_PREFIXES) {
       prefixes.pop();
       this.#recentNumbers.pop();
+      this.#recentColons.pop();
     }
     prefixes.unshift(prefix);
     this.#recentNumbers.unshift(number);
+    this.#recentColons.unshift(prefix.endsWith(":"));
     return number;
   }
 
