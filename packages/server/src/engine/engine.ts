@@ -694,7 +694,11 @@ export class LockEngine<P> {
     this.#heap.schedule(state, now + leaseMs);
     this.counters.grants += 1;
     this.#journal?.grant(key, token, leaseMs, id, state.deadline);
-    if (this.#meter !== undefined) this.#metered(state, now, 0);
+    if (this.#meter !== undefined) {
+      // The hot path: the key and kind are known, no lookups.
+      state.grantedAt = now;
+      this.#meter.held(key, "exclusive", 0);
+    }
     return { status: "granted", token, replayed: false, slot: undefined };
   }
 
@@ -810,7 +814,11 @@ export class LockEngine<P> {
   /** The exclusive holder of `state` leaves: the key is forgotten, handed to the next, or shared. */
   #freeExclusive(state: KeyState<P>): void {
     const next = state.head;
-    if (this.#meter !== undefined) this.#meterFreed(state);
+    if (this.#meter !== undefined) {
+      const grantedAt = state.grantedAt;
+      const heldMs = grantedAt === NOT_GRANTED_HERE ? undefined : this.#clock.now() - grantedAt;
+      this.#meter.freed(state.key, "exclusive", heldMs);
+    }
     if (next === undefined) {
       leaveSession(state.holderSession);
       this.#heap.remove(state);
