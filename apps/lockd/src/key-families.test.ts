@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { configOver } from "./config.test.support.js";
 import { builtInFamily, KeyFamilies, OTHER_FAMILY, parseFamilyRules } from "./key-families.js";
 
 describe("key families", () => {
@@ -71,5 +72,24 @@ describe("key families", () => {
     for (const key of ["k1", "k2", "k3", "k4"]) families.numberOf(key); // fills the cache: emptied
     families.numberOf("hot:1");
     expect(tests).toBe(6);
+  });
+
+  it("reads --key-families and --key-family-limit from flags, variables and the config file", () => {
+    const { config } = configOver({
+      "/etc/lockd.yaml": "key-families: 'orders=^orders:'\nkey-family-limit: 7\n",
+    });
+    expect(config([])).toMatchObject({ keyFamilies: { rules: [], limit: 100 } });
+    const fromFile = config(["--config", "/etc/lockd.yaml"]).keyFamilies!;
+    expect([fromFile.limit, fromFile.rules.map((rule) => rule.name)]).toEqual([7, ["orders"]]);
+    const fromEnv = config([], { LOCKD_KEY_FAMILIES: "jobs=^job-", LOCKD_KEY_FAMILY_LIMIT: "3" })
+      .keyFamilies!;
+    expect([fromEnv.limit, fromEnv.rules.map((rule) => rule.name)]).toEqual([3, ["jobs"]]);
+    expect(config(["--key-family-limit", "0"]).keyFamilies).toBeUndefined();
+    expect(() => config(["--key-families", "a=("])).toThrow(
+      /--key-families: "\(" is not a regular expression/,
+    );
+    expect(() => config(["--key-family-limit", "10001"])).toThrow(
+      /--key-family-limit: must be at most 10000/,
+    );
   });
 });
