@@ -19,6 +19,7 @@ import { type RetryCallback, RetryingRequest, type RetryPolicy } from "./retryin
 import type { SlotState } from "./server-pool.js";
 import { SlotRouter } from "./slot-router.js";
 import { type Timer, TimerQueue } from "./timers.js";
+import { traceLost, traceRelease } from "./tracing.js";
 
 export interface AcquireOptions {
   /** How long the server keeps the lock if it is neither released nor extended, in ms (≥ 1). */
@@ -280,6 +281,7 @@ export class LockClient implements AsyncDisposable {
       permits: lockMode.kind === "permit" ? lockMode.limit : undefined,
     };
     const lock = Lock.create(this.#backend, key, token, leaseMs, expiresAt, id, late, hold);
+    op.trace?.heldBy(lock);
     this.#held.add(lock);
     if (!late) return lock;
     // The lease is only known to run from the first write, and most of it may look spent (or past)
@@ -385,6 +387,7 @@ export class LockClient implements AsyncDisposable {
     this.#held.delete(lock);
     // The id proves ownership when the release goes out on another connection than the grant came on.
     const request: Request = { op: "R", key: lock.key, token: lock.token, id: lock.requestId };
+    done = traceRelease(lock, done);
     this.#retrying(request, undefined, ({ reply, firstLostWriteAt }, error) => {
       if (error !== undefined) {
         done(error, false);
@@ -400,6 +403,7 @@ export class LockClient implements AsyncDisposable {
 
   #lost(lock: Lock, error: LockLostError): void {
     this.#held.delete(lock);
+    traceLost(lock, error);
     this.#events.emit("lockLost", { key: lock.key, token: lock.token, error });
   }
 
