@@ -57,17 +57,20 @@ export class ContentionMetrics implements EngineMeter {
     this.#used = new Uint8Array(slots);
   }
 
-  held(key: string, kind: HolderKind, waitedMs: number | undefined): void {
+  /** Times are late by at most a synchronous run of the engine (see RecentReading). */
+  readonly reusesReadings = true;
+
+  held(key: string, kind: HolderKind, waitedMs: number | undefined): number {
     const slot = this.families.numberOf(key) * 3 + KIND_INDEX[kind];
     this.#held[slot]! += 1;
     this.#used[slot] = 1;
-    if (waitedMs === undefined) return;
+    if (waitedMs === undefined) return slot;
     this.#wait[slot * BUCKETS + bucketOf(waitedMs)]! += 1;
     this.#waitSum[slot]! += waitedMs;
+    return slot;
   }
 
-  freed(key: string, kind: HolderKind, heldMs: number | undefined): void {
-    const slot = this.families.numberOf(key) * 3 + KIND_INDEX[kind];
+  freed(slot: number, heldMs: number | undefined): void {
     this.#held[slot]! -= 1;
     if (heldMs === undefined) return;
     this.#hold[slot * BUCKETS + bucketOf(heldMs)]! += 1;

@@ -155,18 +155,26 @@ export type HolderKind = "exclusive" | "shared" | "permit";
 export interface EngineMeter {
   /**
    * `key` gained a holder. `waitedMs`: how long it was queued (0: granted on arrival); undefined
-   * for a holder this engine did not grant (a replicated one, installed on a standby).
+   * for a holder this engine did not grant (a replicated one, installed on a standby). Returns a
+   * small non-negative integer the engine keeps with the holder and hands back to `freed` (lockd:
+   * the family and kind's slot), so that a release looks nothing up.
    */
-  held(key: string, kind: HolderKind, waitedMs: number | undefined): void;
+  held(key: string, kind: HolderKind, waitedMs: number | undefined): number;
   /**
-   * A holder of `key` left (released, expired, replaced or dropped by replication). `heldMs`: since
-   * its grant; undefined if this engine did not grant it (see `held`).
+   * A holder left (released, expired, replaced or dropped by replication). `slot`: what `held`
+   * returned for it. `heldMs`: since its grant; undefined if this engine did not grant it (see `held`).
    */
-  freed(key: string, kind: HolderKind, heldMs: number | undefined): void;
+  freed(slot: number, heldMs: number | undefined): void;
   /** An acquire of `key` joined its queue. */
   queued(key: string): void;
   /** A queued acquire of `key` left its queue (granted, timed out, cancelled or dropped). */
   unqueued(key: string): void;
   /** Every holder and waiter was forgotten at once (`clear()`). */
   cleared(): void;
+  /**
+   * True: wait and hold times may reuse the engine's latest clock reading of the same synchronous
+   * run (see RecentReading): no clock read per release, times late by at most that run's length.
+   * Absent or false: every time is read from the clock (a test on a manual clock).
+   */
+  readonly reusesReadings?: boolean;
 }

@@ -11,14 +11,18 @@ class RecordingMeter implements EngineMeter {
   holders = 0;
   waiters = 0;
 
-  held(key: string, kind: HolderKind, waitedMs: number | undefined): void {
+  /** `key kind` by the slot `held` returned (the engine hands it back to `freed`). */
+  readonly #slots: string[] = [];
+
+  held(key: string, kind: HolderKind, waitedMs: number | undefined): number {
     this.holders += 1;
     this.calls.push(`held ${key} ${kind} waited=${waitedMs}`);
+    return this.#slots.push(`${key} ${kind}`) - 1;
   }
 
-  freed(key: string, kind: HolderKind, heldMs: number | undefined): void {
+  freed(slot: number, heldMs: number | undefined): void {
     this.holders -= 1;
-    this.calls.push(`freed ${key} ${kind} held=${heldMs}`);
+    this.calls.push(`freed ${this.#slots[slot]} held=${heldMs}`);
   }
 
   queued(key: string): void {

@@ -1,5 +1,6 @@
 import { DeadlineHeap } from "@lock/deadline-heap";
 import type { Clock } from "./clock.js";
+import { RecentReading } from "./recent-reading.js";
 import {
   type AcquireInput,
   type AcquireOutcome,
@@ -79,6 +80,8 @@ export class LockEngine<P> {
   readonly #journal: EngineJournal | undefined;
   /** Contention metrics (lockd's key families); undefined costs one branch per change. */
   readonly #meter: EngineMeter | undefined;
+  /** The meter's clock: reuses a run's latest reading (see RecentReading); set with `#meter`. */
+  readonly #meterClock: RecentReading | undefined;
   readonly #limits: EngineLimits;
   /** Which holds may share a key (lock-mode.ts); the simulator's negative control swaps in a wrong one. */
   readonly #holdRule: HoldRule;
@@ -130,6 +133,7 @@ export class LockEngine<P> {
     this.#events = options.events;
     this.#journal = options.journal;
     this.#meter = options.meter;
+    this.#meterClock = options.meter && new RecentReading(options.clock, options.meter.reusesReadings === true);
     this.#limits = { ...DEFAULT_ENGINE_LIMITS, ...options.limits };
   }
 
@@ -583,6 +587,7 @@ export class LockEngine<P> {
   /** Expires every lease and wait whose deadline has passed, in deadline order. */
   tick(): void {
     const now = this.#clock.now();
+    this.#meterClock?.saw(now);
     for (let entry = this.#heap.popDue(now); entry; entry = this.#heap.popDue(now)) {
       if (entry instanceof Waiter) {
         this.counters.timeouts += 1;
@@ -695,9 +700,10 @@ export class LockEngine<P> {
     this.counters.grants += 1;
     this.#journal?.grant(key, token, leaseMs, id, state.deadline);
     if (this.#meter !== undefined) {
-      // The hot path: the key and kind are known, no lookups.
+      // The hot path: the key and kind are known, no lookups, and the deadline's clock reading serves.
       state.grantedAt = now;
-      this.#meter.held(key, "exclusive", 0);
+      state.meterSlot = this.#meter.held(key, "exclusive", 0);
+      this.#meterClock!.saw(now);
     }
     return { status: "granted", token, replayed: false, slot: undefined };
   }
@@ -770,7 +776,7 @@ export class LockEngine<P> {
       held = new Holder<P>(state, token, id, session, slot >= 0 ? slot : holders.freeSlot());
       holders.add(held);
     }
-    if (this.#meter !== undefined) this.#metered(held, this.#clock.now(), waitedMs);
+    if (this.#meter !== undefined) this.#metered(held, this.#meterClock!.now(), waitedMs);
     return held;
   }
 
@@ -814,11 +820,7 @@ export class LockEngine<P> {
   /** The exclusive holder of `state` leaves: the key is forgotten, handed to the next, or shared. */
   #freeExclusive(state: KeyState<P>): void {
     const next = state.head;
-    if (this.#meter !== undefined) {
-      const grantedAt = state.grantedAt;
-      const heldMs = grantedAt === NOT_GRANTED_HERE ? undefined : this.#clock.now() - grantedAt;
-      this.#meter.freed(state.key, "exclusive", heldMs);
-    }
+    if (this.#meter !== undefined) this.#meterFreed(state);
     if (next === undefined) {
       leaveSession(state.holderSession);
       this.#heap.remove(state);
@@ -845,6 +847,7 @@ export class LockEngine<P> {
    */
   #grantWaiting(state: KeyState<P>): void {
     const now = this.#clock.now();
+    this.#meterClock?.saw(now);
     let first: Waiter<P> | undefined;
     let firstHeld: HeldRecord<P> | undefined;
     let more: Array<[Waiter<P>, HeldRecord<P>]> | undefined;
@@ -893,7 +896,10 @@ export class LockEngine<P> {
     state.holderId = next.id;
     state.holderSession = next.session;
     next.session.heldCount += 1;
-    if (this.#meter !== undefined) this.#metered(state, now, now - next.queuedAt);
+    if (this.#meter !== undefined) {
+      this.#meterClock!.saw(now);
+      this.#metered(state, now, now - next.queuedAt);
+    }
     this.#scheduleGrant(state, state, next, now);
     this.#events.granted(next.payload, state.key, token, next.id, now - next.queuedAt, undefined);
   }
@@ -928,14 +934,14 @@ export class LockEngine<P> {
   /** Tells the meter of a new holder, and notes when it was granted (undefined wait: replicated). */
   #metered(held: HeldRecord<P>, now: number, waitedMs: number | undefined): void {
     held.grantedAt = waitedMs === undefined ? NOT_GRANTED_HERE : now;
-    this.#meter!.held(keyOf(held), kindOf(held), waitedMs);
+    held.meterSlot = this.#meter!.held(keyOf(held), kindOf(held), waitedMs);
   }
 
-  /** Tells the meter a holder leaves (before the record changes: its kind is read from it). */
+  /** Tells the meter a holder leaves (no clock read: the run's latest reading serves). */
   #meterFreed(held: HeldRecord<P>): void {
     const grantedAt = held.grantedAt;
-    const heldMs = grantedAt === NOT_GRANTED_HERE ? undefined : this.#clock.now() - grantedAt;
-    this.#meter!.freed(keyOf(held), kindOf(held), heldMs);
+    const heldMs = grantedAt === NOT_GRANTED_HERE ? undefined : this.#meterClock!.now() - grantedAt;
+    this.#meter!.freed(held.meterSlot, heldMs);
   }
 
   #dropExclusive(state: KeyState<P>): void {

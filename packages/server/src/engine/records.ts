@@ -34,6 +34,8 @@ export class KeyState<P> implements DeadlineEntry {
   more: KeyExtra<P> | undefined = undefined;
   /** The exclusive holder's grant time, for hold-time metrics (set only with an EngineMeter). */
   grantedAt = NOT_GRANTED_HERE;
+  /** What the EngineMeter's `held` returned for the exclusive holder, handed back to `freed`. */
+  meterSlot = 0;
 
   /**
    * `holderSession`: the connection that was granted the key, which may release and extend it
@@ -160,6 +162,8 @@ export class Holder<P> implements DeadlineEntry {
   heapIndex = -1;
   /** As `KeyState.grantedAt`. */
   grantedAt = NOT_GRANTED_HERE;
+  /** As `KeyState.meterSlot`. */
+  meterSlot = 0;
 
   constructor(
     readonly state: KeyState<P>,
