@@ -1,6 +1,5 @@
 import { DeadlineHeap } from "@lock/deadline-heap";
 import type { Clock } from "./clock.js";
-import { RecentReading } from "./recent-reading.js";
 import {
   type AcquireInput,
   type AcquireOutcome,
@@ -29,6 +28,7 @@ import {
   permits,
   SHARED,
 } from "./lock-mode.js";
+import { RecentReading } from "./recent-reading.js";
 import {
   type HeldRecord,
   Holder,
@@ -133,7 +133,8 @@ export class LockEngine<P> {
     this.#events = options.events;
     this.#journal = options.journal;
     this.#meter = options.meter;
-    this.#meterClock = options.meter && new RecentReading(options.clock, options.meter.reusesReadings === true);
+    this.#meterClock =
+      options.meter && new RecentReading(options.clock, options.meter.reusesReadings === true);
     this.#limits = { ...DEFAULT_ENGINE_LIMITS, ...options.limits };
   }
 
