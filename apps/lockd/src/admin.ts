@@ -175,7 +175,7 @@ export async function buildAdmin(deps: AdminDeps, https?: KeyPair): Promise<Fast
   registerSlotsRoutes(app, deps.server, deps.store);
   app.get("/metrics", async (_request, reply) => {
     reply.header("content-type", deps.metrics.registry.contentType);
-    return deps.metrics.registry.metrics();
+    return deps.metrics.exposition();
   });
   registerStatusPage(app, () => pageState(deps));
   return app;

@@ -11,8 +11,13 @@ class FakeClock {
   now(): number {
     return this.#now;
   }
-  advance(ms: number): void {
+  /**
+   * Moves the clock and waits for the event loop's next turn: the meter reuses a clock reading
+   * within one synchronous run (RecentReading), as lockd's requests in separate reads are.
+   */
+  async advance(ms: number): Promise<void> {
     this.#now += ms;
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }
 
@@ -29,7 +34,9 @@ function setup(limit = 100) {
     events: { granted() {}, timedOut() {} },
     meter: contention,
   });
-  return { clock, contention, registry, engine, session: engine.openSession() };
+  // As lockd's /metrics: the registry's gauges, then the histograms in the text format.
+  const scrape = async () => (await registry.metrics()) + contention.histogramText();
+  return { clock, contention, scrape, engine, session: engine.openSession() };
 }
 
 function grant(outcome: { status: string; token?: bigint }): bigint {
@@ -38,31 +45,31 @@ function grant(outcome: { status: string; token?: bigint }): bigint {
 }
 
 /** `name{labels} value` lines of the exposition, as a map. */
-async function samples(registry: Registry, prefix: string): Promise<Map<string, number>> {
-  const text = await registry.metrics();
+async function samples(scrape: () => Promise<string>, prefix: string): Promise<Map<string, number>> {
+  const text = await scrape();
   const lines = text.split("\n").filter((line) => line.startsWith(prefix));
   return new Map(lines.map((line) => [line.slice(0, line.lastIndexOf(" ")), Number(line.split(" ").at(-1))]));
 }
 
 describe("contention metrics by key family", () => {
   it("observes waits (0 on arrival, enqueue to grant on hand-off) and holds by the engine's clock", async () => {
-    const { clock, registry, engine, session } = setup();
+    const { clock, scrape, engine, session } = setup();
     const first = grant(
       engine.acquire(session, { key: "orders:1", leaseMs: 60_000, waitMs: 0, payload: "a" }),
     );
     engine.acquire(session, { key: "orders:1", leaseMs: 60_000, waitMs: 0, payload: "b" });
-    clock.advance(7);
+    await clock.advance(7);
     engine.release("orders:1", first); // held 7 ms; the waiter waited 7 ms
-    clock.advance(3_000);
+    await clock.advance(3_000);
     engine.release("orders:1", first + 1n); // held 3 s
-    const wait = await samples(registry, "lockd_key_family_wait_seconds");
+    const wait = await samples(scrape, "lockd_key_family_wait_seconds");
     const labels = 'family="orders:*",kind="exclusive"';
     expect(wait.get(`lockd_key_family_wait_seconds_count{${labels}}`)).toBe(2);
     expect(wait.get(`lockd_key_family_wait_seconds_sum{${labels}}`)).toBeCloseTo(0.007, 9);
     expect(wait.get(`lockd_key_family_wait_seconds_bucket{${labels},le="0.0001"}`)).toBe(1); // the 0
     expect(wait.get(`lockd_key_family_wait_seconds_bucket{${labels},le="0.005"}`)).toBe(1);
     expect(wait.get(`lockd_key_family_wait_seconds_bucket{${labels},le="0.01"}`)).toBe(2);
-    const hold = await samples(registry, "lockd_key_family_hold_seconds");
+    const hold = await samples(scrape, "lockd_key_family_hold_seconds");
     expect(hold.get(`lockd_key_family_hold_seconds_count{${labels}}`)).toBe(2);
     expect(hold.get(`lockd_key_family_hold_seconds_sum{${labels}}`)).toBeCloseTo(3.007, 9);
     expect(hold.get(`lockd_key_family_hold_seconds_bucket{${labels},le="0.01"}`)).toBe(1);
@@ -72,30 +79,30 @@ describe("contention metrics by key family", () => {
   });
 
   it("gauges held by family and kind and waiting by family, back to 0 as they leave", async () => {
-    const { clock, registry, engine, session } = setup();
+    const { clock, scrape, engine, session } = setup();
     const writer = grant(engine.acquire(session, { key: "doc:1", leaseMs: 1_000, waitMs: 0, payload: "w" }));
     engine.acquire(session, { key: "doc:1", leaseMs: 1_000, waitMs: 0, payload: "r", mode: SHARED });
     engine.acquire(session, { key: "doc:2", leaseMs: 1_000, waitMs: 0, payload: "r", mode: SHARED });
-    const before = await samples(registry, "lockd_key_family_");
+    const before = await samples(scrape, "lockd_key_family_");
     expect(before.get('lockd_key_family_held{family="doc:*",kind="exclusive"}')).toBe(1);
     expect(before.get('lockd_key_family_held{family="doc:*",kind="shared"}')).toBe(1);
     expect(before.get('lockd_key_family_waiting{family="doc:*"}')).toBe(1);
     engine.release("doc:1", writer);
-    clock.advance(1_000);
+    await clock.advance(1_000);
     engine.tick();
-    const after = await samples(registry, "lockd_key_family_");
+    const after = await samples(scrape, "lockd_key_family_");
     expect(after.get('lockd_key_family_held{family="doc:*",kind="exclusive"}')).toBe(0);
     expect(after.get('lockd_key_family_held{family="doc:*",kind="shared"}')).toBe(0);
     expect(after.get('lockd_key_family_waiting{family="doc:*"}')).toBe(0);
   });
 
-  it("summarizes families for the status page: most waiting first, p99 from the buckets", () => {
+  it("summarizes families for the status page: most waiting first, p99 from the buckets", async () => {
     const { clock, contention, engine, session } = setup();
     const busy = grant(engine.acquire(session, { key: "busy:1", leaseMs: 60_000, waitMs: 0, payload: "a" }));
     engine.acquire(session, { key: "busy:1", leaseMs: 60_000, waitMs: 0, payload: "b" });
     engine.acquire(session, { key: "calm:1", leaseMs: 60_000, waitMs: 0, payload: "c" });
     engine.acquire(session, { key: "calm:2", leaseMs: 60_000, waitMs: 0, payload: "c" });
-    clock.advance(40);
+    await clock.advance(40);
     engine.release("busy:1", busy);
     engine.acquire(session, { key: "busy:1", leaseMs: 60_000, waitMs: 0, payload: "d" });
     const [first, second] = contention.summary(10);
@@ -104,6 +111,14 @@ describe("contention metrics by key family", () => {
     // One wait of 0 and one of 40 ms: the p99 falls in the 25-50 ms bucket.
     expect(first!.waitP99Ms).toBeGreaterThan(25);
     expect(first!.waitP99Ms).toBeLessThanOrEqual(50);
+  });
+
+  it("escapes a family's quotes and backslashes in the histograms' labels", async () => {
+    const { scrape, engine, session } = setup();
+    engine.acquire(session, { key: 'q"\\x:1', leaseMs: 1_000, waitMs: 0, payload: "a" });
+    const text = await scrape();
+    expect(text).toContain('lockd_key_family_wait_seconds_count{family="q\\"\\\\x:*",kind="exclusive"} 1\n');
+    expect(text).toContain('lockd_key_family_held{family="q\\"\\\\x:*",kind="exclusive"} 1\n');
   });
 
   it("estimates a quantile as histogram_quantile does", () => {

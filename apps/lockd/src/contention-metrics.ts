@@ -1,5 +1,5 @@
 import type { EngineMeter, HolderKind } from "@lock/server";
-import type { Metric, Registry } from "prom-client";
+import { Gauge, type Registry } from "prom-client";
 import type { KeyFamilies } from "./key-families.js";
 
 /**
@@ -28,8 +28,8 @@ export interface FamilySummary {
 
 /**
  * Wait and hold histograms and held/waiting gauges by key family (and holder kind), kept in flat
- * typed arrays indexed by family: the engine's hooks cost a cached Map lookup and a few array
- * writes, and prom-client only sees them when Prometheus scrapes (custom metric objects).
+ * typed arrays indexed by family: the engine's hooks cost a family lookup at grant and a few array
+ * writes, and the counts are only formatted when Prometheus scrapes.
  * Not safe to share between engines: one per lockd.
  */
 export class ContentionMetrics implements EngineMeter {
@@ -116,35 +116,60 @@ export class ContentionMetrics implements EngineMeter {
     return rows.slice(0, limit);
   }
 
-  /** Adds lockd_key_family_* to `registry` (read at scrape time). */
+  /**
+   * Adds the held and waiting gauges to `registry` (prom-client Gauges whose `collect` copies the
+   * counts in at scrape time). The histograms are not in it: see `histogramText`.
+   */
   register(registry: Registry): void {
-    const histogram = (name: string, help: string, counts: Float64Array, sums: Float64Array) =>
-      this.#metric(registry, name, help, "histogram", () => this.#histogramValues(name, counts, sums));
-    histogram(
-      "lockd_key_family_wait_seconds",
-      "Time acquires waited from enqueue to grant (0: granted on arrival), by key family and holder kind",
-      this.#wait,
-      this.#waitSum,
-    );
-    histogram(
-      "lockd_key_family_hold_seconds",
-      "Time grants held their key, grant to release or expiry, by key family and holder kind",
-      this.#hold,
-      this.#holdSum,
-    );
-    this.#metric(
-      registry,
-      "lockd_key_family_held",
-      "Holders now, by key family and holder kind",
-      "gauge",
-      () =>
-        this.#slots().map(([family, kind, slot]) => ({ labels: { family, kind }, value: this.#held[slot]! })),
-    );
-    this.#metric(registry, "lockd_key_family_waiting", "Acquires queued now, by key family", "gauge", () =>
-      this.families.names
-        .map((family, number) => ({ labels: { family }, value: this.#waiting[number]!, number }))
-        .filter(({ number }) => this.#familyUsed(number))
-        .map(({ labels, value }) => ({ labels, value })),
+    const held = this.#held;
+    const slots = () => this.#slots();
+    new Gauge({
+      name: "lockd_key_family_held",
+      help: "Holders now, by key family and holder kind",
+      labelNames: ["family", "kind"],
+      registers: [registry],
+      collect() {
+        for (const [family, kind, slot] of slots()) this.set({ family, kind }, held[slot]!);
+      },
+    });
+    const waiting = this.#waiting;
+    const families = this.families;
+    const used = (number: number) => this.#familyUsed(number);
+    new Gauge({
+      name: "lockd_key_family_waiting",
+      help: "Acquires queued now, by key family",
+      labelNames: ["family"],
+      registers: [registry],
+      collect() {
+        families.names.forEach((family, number) => {
+          if (used(number)) this.set({ family }, waiting[number]!);
+        });
+      },
+    });
+  }
+
+  /**
+   * The wait and hold histograms in the Prometheus text exposition format, for lockd's /metrics to
+   * append to the registry's output. prom-client's Histogram only takes one labelled `observe` per
+   * value, which hashes its labels each time (far too slow for every grant and release), and it has
+   * no documented way to hand it counts kept elsewhere; the text format is a documented standard.
+   */
+  histogramText(): string {
+    return (
+      histogramText(
+        "lockd_key_family_wait_seconds",
+        "Time acquires waited from enqueue to grant (0: granted on arrival), by key family and holder kind",
+        this.#slots(),
+        this.#wait,
+        this.#waitSum,
+      ) +
+      histogramText(
+        "lockd_key_family_hold_seconds",
+        "Time grants held their key, grant to release or expiry, by key family and holder kind",
+        this.#slots(),
+        this.#hold,
+        this.#holdSum,
+      )
     );
   }
 
@@ -165,21 +190,6 @@ export class ContentionMetrics implements EngineMeter {
     return slots;
   }
 
-  #histogramValues(name: string, counts: Float64Array, sums: Float64Array) {
-    const values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
-    for (const [family, kind, slot] of this.#slots()) {
-      let cumulative = 0;
-      for (let bucket = 0; bucket < BUCKETS; bucket++) {
-        cumulative += counts[slot * BUCKETS + bucket]!;
-        const le = bucket < CONTENTION_BUCKETS_MS.length ? CONTENTION_BUCKETS_MS[bucket]! / 1000 : "+Inf";
-        values.push({ metricName: `${name}_bucket`, labels: { family, kind, le }, value: cumulative });
-      }
-      values.push({ metricName: `${name}_sum`, labels: { family, kind }, value: sums[slot]! / 1000 });
-      values.push({ metricName: `${name}_count`, labels: { family, kind }, value: cumulative });
-    }
-    return values;
-  }
-
   #familyBuckets(counts: Float64Array, family: number): number[] {
     const buckets = new Array<number>(BUCKETS).fill(0);
     for (let kind = 0; kind < KINDS.length; kind++)
@@ -187,29 +197,35 @@ export class ContentionMetrics implements EngineMeter {
         buckets[bucket]! += counts[(family * 3 + kind) * BUCKETS + bucket]!;
     return buckets;
   }
+}
 
-  /**
-   * A metric prom-client's registry formats like its own (it reads `name`, `help`, `type` and
-   * `get()`): prom-client's Histogram takes one labelled `observe` per value, which hashes its
-   * labels each time, far too slow for the engine's every grant and release.
-   */
-  #metric(
-    registry: Registry,
-    name: string,
-    help: string,
-    type: "gauge" | "histogram",
-    values: () => Array<{ metricName?: string; labels: Record<string, string | number>; value: number }>,
-  ): void {
-    const metric = {
-      name,
-      help,
-      type,
-      aggregator: "sum",
-      get: async () => ({ name, help, type, aggregator: "sum", values: values() }),
-      reset() {},
-    };
-    registry.registerMetric(metric as unknown as Metric);
+/** Bucket bounds as `le` label values, in seconds (with +Inf). */
+const LE = [...CONTENTION_BUCKETS_MS.map((ms) => String(ms / 1000)), "+Inf"];
+
+/** One histogram's HELP, TYPE and samples for the used slots (counts cumulated here). */
+function histogramText(
+  name: string,
+  help: string,
+  slots: Array<[string, HolderKind, number]>,
+  counts: Float64Array,
+  sums: Float64Array,
+): string {
+  let text = `# HELP ${name} ${help}\n# TYPE ${name} histogram\n`;
+  for (const [family, kind, slot] of slots) {
+    const labels = `family="${labelValue(family)}",kind="${kind}"`;
+    let cumulative = 0;
+    for (let bucket = 0; bucket < BUCKETS; bucket++) {
+      cumulative += counts[slot * BUCKETS + bucket]!;
+      text += `${name}_bucket{${labels},le="${LE[bucket]}"} ${cumulative}\n`;
+    }
+    text += `${name}_sum{${labels}} ${sums[slot]! / 1000}\n${name}_count{${labels}} ${cumulative}\n`;
   }
+  return text;
+}
+
+/** A label value escaped as the text format says (a family comes from a client's key). */
+function labelValue(value: string): string {
+  return value.replace(/[\\"\n]/g, (char) => (char === "\n" ? "\\n" : `\\${char}`));
 }
 
 /** The bucket a value falls in (the last: +Inf). */

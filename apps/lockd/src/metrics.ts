@@ -77,6 +77,15 @@ export class LockdMetrics implements ServerObserver {
   }
 
   /** lockd_requests_total: plain counts on the hot path, added to the counter when Prometheus scrapes. */
+  /**
+   * What /metrics serves: the registry's metrics, then the key-family histograms (kept outside
+   * prom-client, see ContentionMetrics.histogramText), both in the text format `contentType` names.
+   */
+  async exposition(): Promise<string> {
+    const text = await this.registry.metrics();
+    return this.contention === undefined ? text : text + this.contention.histogramText();
+  }
+
   #registerRequestCounter(): void {
     const counts = this.#requests;
     const reported: Record<string, number> = { ...counts };

@@ -46,9 +46,9 @@ class RecordingMeter implements EngineMeter {
   }
 }
 
-function setup() {
+function setup(reusesReadings = false) {
   const clock = new ManualClock(1_000);
-  const meter = new RecordingMeter();
+  const meter = Object.assign(new RecordingMeter(), { reusesReadings });
   let epoch = 1n;
   const engine = new LockEngine<string>({
     clock,
@@ -148,6 +148,25 @@ describe("LockEngine's meter (contention metrics)", () => {
       "queued k",
       "unqueued k",
       "cleared",
+    ]);
+  });
+
+  it("with reusesReadings, times a release by the run's latest reading, and reads the clock in a new run", async () => {
+    const { clock, meter, engine, session } = setup(true);
+    const a = tokenOf(engine.acquire(session, { key: "a", leaseMs: 10_000, waitMs: 0, payload: "a" }));
+    clock.advance(4);
+    const b = tokenOf(engine.acquire(session, { key: "b", leaseMs: 10_000, waitMs: 0, payload: "b" }));
+    clock.advance(2); // no reading is taken: the run's latest is b's grant, at 4
+    engine.release("a", a);
+    // The event loop moves on: the next run reads the clock again.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    clock.advance(10);
+    engine.release("b", b);
+    expect(meter.take()).toEqual([
+      "held a exclusive waited=0",
+      "held b exclusive waited=0",
+      "freed a exclusive held=4",
+      "freed b exclusive held=12",
     ]);
   });
 
