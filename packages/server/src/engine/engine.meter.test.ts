@@ -75,6 +75,18 @@ describe("LockEngine's meter (contention metrics)", () => {
     expect(meter.take()).toEqual(["held orders:1 exclusive waited=0", "freed orders:1 exclusive held=37.5"]);
   });
 
+  it("times a hold from its grant across extensions (the lease deadline moves, the grant time not)", () => {
+    const { clock, meter, engine, session } = setup();
+    const token = tokenOf(engine.acquire(session, { key: "k", leaseMs: 1_000, waitMs: 0, payload: "a" }));
+    clock.advance(300);
+    expect(engine.extend("k", token, 5_000)).toBe(true);
+    clock.advance(500);
+    engine.extend("k", token, 200);
+    clock.advance(100);
+    engine.release("k", token);
+    expect(meter.take()).toEqual(["held k exclusive waited=0", "freed k exclusive held=900"]);
+  });
+
   it("sees a hand-off's wait from enqueue to grant, and each holder's own hold", () => {
     const { clock, meter, engine, session } = setup();
     const first = tokenOf(engine.acquire(session, { key: "k", leaseMs: 10_000, waitMs: 0, payload: "a" }));

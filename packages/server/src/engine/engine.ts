@@ -30,6 +30,7 @@ import {
 } from "./lock-mode.js";
 import { RecentReading } from "./recent-reading.js";
 import {
+  grantLead,
   type HeldRecord,
   Holder,
   KeyState,
@@ -286,7 +287,10 @@ export class LockEngine<P> {
     const held = this.#find(key, token);
     if (held === undefined) return false;
     this.counters.extensions += 1;
-    this.#heap.schedule(held, this.#clock.now() + leaseMs);
+    const deadline = this.#clock.now() + leaseMs;
+    if (held.grantLead !== NOT_GRANTED_HERE)
+      held.grantLead = grantLead(held.grantLead + deadline - held.deadline);
+    this.#heap.schedule(held, deadline);
     this.#journal?.extend(key, token, leaseMs, held.holderId, held.deadline, held instanceof Holder);
     return true;
   }
@@ -702,7 +706,7 @@ export class LockEngine<P> {
     this.#journal?.grant(key, token, leaseMs, id, state.deadline);
     if (this.#meter !== undefined) {
       // The hot path: the key and kind are known, no lookups, and the deadline's clock reading serves.
-      state.grantedAt = now;
+      state.grantLead = grantLead(leaseMs);
       state.meterSlot = this.#meter.held(key, "exclusive", 0);
       this.#meterClock!.saw(now);
     }
@@ -729,7 +733,12 @@ export class LockEngine<P> {
     session: Session<P> | undefined,
   ): GrantedOutcome {
     const held = this.#hold(state, mode, this.#nextToken(), id, session, -1, 0);
-    this.#heap.schedule(held, this.#clock.now() + leaseMs);
+    const now = this.#clock.now();
+    this.#heap.schedule(held, now + leaseMs);
+    if (held.grantLead !== NOT_GRANTED_HERE) {
+      held.grantLead = grantLead(leaseMs);
+      this.#meterClock!.saw(now);
+    }
     this.counters.grants += 1;
     this.#journalGrant(state, held, leaseMs);
     return { status: "granted", token: held.token, replayed: false, slot: slotOf(held) };
@@ -777,7 +786,7 @@ export class LockEngine<P> {
       held = new Holder<P>(state, token, id, session, slot >= 0 ? slot : holders.freeSlot());
       holders.add(held);
     }
-    if (this.#meter !== undefined) this.#metered(held, this.#meterClock!.now(), waitedMs);
+    if (this.#meter !== undefined) this.#metered(held, waitedMs);
     return held;
   }
 
@@ -899,7 +908,7 @@ export class LockEngine<P> {
     next.session.heldCount += 1;
     if (this.#meter !== undefined) {
       this.#meterClock!.saw(now);
-      this.#metered(state, now, now - next.queuedAt);
+      this.#metered(state, now - next.queuedAt);
     }
     this.#scheduleGrant(state, state, next, now);
     this.#events.granted(next.payload, state.key, token, next.id, now - next.queuedAt, undefined);
@@ -907,6 +916,7 @@ export class LockEngine<P> {
 
   #scheduleGrant(state: KeyState<P>, held: HeldRecord<P>, waiter: Waiter<P>, now: number): void {
     this.#heap.schedule(held, now + waiter.leaseMs);
+    if (held.grantLead !== NOT_GRANTED_HERE) held.grantLead = grantLead(waiter.leaseMs);
     this.counters.grants += 1;
     this.counters.handoffs += 1;
     this.#journalGrant(state, held, waiter.leaseMs);
@@ -932,16 +942,19 @@ export class LockEngine<P> {
     held.holderSession = undefined;
   }
 
-  /** Tells the meter of a new holder, and notes when it was granted (undefined wait: replicated). */
-  #metered(held: HeldRecord<P>, now: number, waitedMs: number | undefined): void {
-    held.grantedAt = waitedMs === undefined ? NOT_GRANTED_HERE : now;
+  /**
+   * Tells the meter of a new holder. Its grant lead is set when its lease is scheduled, right after
+   * (0 until then); a replicated one (undefined wait) has none.
+   */
+  #metered(held: HeldRecord<P>, waitedMs: number | undefined): void {
+    held.grantLead = waitedMs === undefined ? NOT_GRANTED_HERE : 0;
     held.meterSlot = this.#meter!.held(keyOf(held), kindOf(held), waitedMs);
   }
 
   /** Tells the meter a holder leaves (no clock read: the run's latest reading serves). */
   #meterFreed(held: HeldRecord<P>): void {
-    const grantedAt = held.grantedAt;
-    const heldMs = grantedAt === NOT_GRANTED_HERE ? undefined : this.#meterClock!.now() - grantedAt;
+    const lead = held.grantLead;
+    const heldMs = lead === NOT_GRANTED_HERE ? undefined : this.#meterClock!.now() - (held.deadline - lead);
     this.#meter!.freed(held.meterSlot, heldMs);
   }
 

@@ -12,10 +12,22 @@ const LEASE_ORDER = 0;
 const WAIT_ORDER = 1;
 
 /**
- * `grantedAt` of a holder this engine did not grant (replicated), or of any holder while no meter
- * is set: a small integer, so that records stay free of a boxed number unless metered.
+ * `grantLead` of a holder this engine did not grant (replicated), or of any holder while no meter
+ * is set.
  */
 export const NOT_GRANTED_HERE = -1;
+
+/** The largest `grantLead` (about 12 days): a small integer on every V8, never a boxed number. */
+export const MAX_GRANT_LEAD = 2 ** 30 - 1;
+
+/**
+ * A grant's `grantLead` for a lease of `ms` (or a lead moved by `ms`): whole ms, capped. A hold
+ * longer than the cap counts in the histogram's +Inf bucket all the same (it is past 10 min), with
+ * the cap in its sum.
+ */
+export function grantLead(ms: number): number {
+  return ms < MAX_GRANT_LEAD ? Math.round(ms) : MAX_GRANT_LEAD;
+}
 
 /** `KeyState.token` while the key has no exclusive holder (its holders are in a `HolderSet`). */
 export const NO_TOKEN = 0n;
@@ -32,8 +44,12 @@ export class KeyState<P> implements DeadlineEntry {
   heapIndex = -1;
   /** Allocated only while someone waits or the key has shared holders or permits (see KeyExtra). */
   more: KeyExtra<P> | undefined = undefined;
-  /** The exclusive holder's grant time, for hold-time metrics (set only with an EngineMeter). */
-  grantedAt = NOT_GRANTED_HERE;
+  /**
+   * For hold-time metrics (set only with an EngineMeter): how long before `deadline` the exclusive
+   * holder was granted, whole ms (moved by each extension). The grant time is `deadline − grantLead`:
+   * a small integer beside the deadline the record has anyway costs no number box per held lock.
+   */
+  grantLead = NOT_GRANTED_HERE;
   /** What the EngineMeter's `held` returned for the exclusive holder, handed back to `freed`. */
   meterSlot = 0;
 
@@ -160,8 +176,8 @@ class KeyExtra<P> {
 export class Holder<P> implements DeadlineEntry {
   deadline = 0;
   heapIndex = -1;
-  /** As `KeyState.grantedAt`. */
-  grantedAt = NOT_GRANTED_HERE;
+  /** As `KeyState.grantLead`. */
+  grantLead = NOT_GRANTED_HERE;
   /** As `KeyState.meterSlot`. */
   meterSlot = 0;
 
