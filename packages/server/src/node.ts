@@ -24,6 +24,7 @@ import { DEFAULT_MAX_CLOCK_SKEW_MS } from "./epoch/epoch-plan.js";
 import type { EpochStore } from "./epoch/epoch-store.js";
 import type { ServerLimits } from "./limits.js";
 import { NO_OBSERVER, type ServerObserver } from "./observer.js";
+import { WatchRegistry } from "./session/watch-registry.js";
 import { DataDirLock } from "./store/data-dir-lock.js";
 import { EpochFile } from "./store/epoch-file.js";
 
@@ -137,6 +138,8 @@ export class LockNode {
   readonly timers: TimerQueue;
   readonly startedAt: number;
   readonly observer: ServerObserver;
+  /** Which connections watch which keys (`O`), told of the engine's holder changes. */
+  readonly watches: WatchRegistry;
   readonly #epochs: EpochKeeper;
   #role: NodeRole = "active";
   #activeAddress: string | undefined;
@@ -190,6 +193,7 @@ export class LockNode {
         ...(options.semaphores?.length ? { semaphores: new SemaphoreRules(options.semaphores) } : {}),
         ...(options.holdRule ? { holdRule: options.holdRule } : {}),
       });
+      this.watches = new WatchRegistry(this.#engine, options.limits);
       this.#timer = new DeadlineTimer(
         {
           nextDeadline: () => this.#engine.nextDeadline(),
