@@ -24,9 +24,9 @@ import { DEFAULT_MAX_CLOCK_SKEW_MS } from "./epoch/epoch-plan.js";
 import type { EpochStore } from "./epoch/epoch-store.js";
 import type { ServerLimits } from "./limits.js";
 import { NO_OBSERVER, type ServerObserver } from "./observer.js";
-import { WatchRegistry } from "./session/watch-registry.js";
 import { DataDirLock } from "./store/data-dir-lock.js";
 import { EpochFile } from "./store/epoch-file.js";
+import { WatchRegistry } from "./watch/watch-registry.js";
 
 /** Holders whose lease deadlines a promoted standby schedules per event-loop turn (about 5 ms). */
 const DEFERRED_DEADLINES_PER_TURN = 8192;
