@@ -15,6 +15,7 @@ import {
   type SnapshotHolder,
   type TryAcquireOutcome,
 } from "./engine/engine.js";
+import type { HolderSummary } from "./engine/holder-summary.js";
 import type { HoldRule, LockMode } from "./engine/lock-mode.js";
 import type { Session } from "./engine/records.js";
 import { type SemaphoreRule, SemaphoreRules } from "./engine/semaphore-rules.js";
@@ -346,6 +347,11 @@ export class LockNode {
   /** Every holder, read lazily (a snapshot, a test). */
   holders(): Iterable<SnapshotHolder> {
     return this.#engine.holders();
+  }
+
+  /** The key's holders as a watcher is told them (engine/holder-summary.ts). */
+  holderSummary(key: string): HolderSummary {
+    return this.#engine.holderSummary(key);
   }
 
   /** Every holder of `key`, with its mode and slot (tests, the simulator's checker). */
