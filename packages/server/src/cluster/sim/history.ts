@@ -235,10 +235,13 @@ export class History {
     return this.#byToken.get(token)?.key;
   }
 
-  /** Whether a node promoted after `token` was granted: a failover that may have lost that grant. */
-  promotedSince(token: bigint): boolean {
+  /**
+   * Whether the grant of `token` may be unknown to the active now: a node promoted after it (a
+   * failover), or it was granted while two nodes served (a partition, the other active never had it).
+   */
+  mayBeLost(token: bigint): boolean {
     const issue = this.#byToken.get(token);
-    return issue !== undefined && this.#lastPromotionAt >= issue.at;
+    return issue !== undefined && (this.#lastPromotionAt >= issue.at || issue.window !== undefined);
   }
 
   /** `node` (in `term`) answered a release of `token` with `R key 0`. */

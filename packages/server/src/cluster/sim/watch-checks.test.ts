@@ -14,7 +14,7 @@ function checks(promotedAfter = new Set<bigint>()) {
   const failures: string[] = [];
   const tokens = {
     keyOf: (token: bigint) => issued.get(token),
-    promotedSince: (token: bigint) => promotedAfter.has(token),
+    mayBeLost: (token: bigint) => promotedAfter.has(token),
   };
   const watch = new WatchChecks(tokens, (what) => failures.push(what));
   return { watch, failures };
