@@ -1,6 +1,6 @@
 import type { LockMode, Reply } from "@lock/protocol";
 import type { Connection, WatchListener } from "./connection.js";
-import { ClientClosedError, NoServerError } from "./errors.js";
+import { ClientClosedError, LockServerError, NoServerError } from "./errors.js";
 import type { Timer, TimerQueue } from "./timers.js";
 
 /** Who holds a key, as `client.observe()` yields it (docs/protocol.md, "Watching a key"). */
@@ -149,8 +149,13 @@ export class KeyObserver implements AsyncIterableIterator<HolderState>, WatchLis
         this.#connection = connection;
         connection.watch(this.key, this);
         this.#yield(reply);
-      } else if (error instanceof NoServerError || (error === undefined && reply?.kind !== "O")) {
-        // Nobody answered within the retry window (a cluster without an active for long): keep asking.
+      } else if (
+        error instanceof NoServerError ||
+        isPassing(error) ||
+        (error === undefined && reply?.kind !== "O")
+      ) {
+        // Nobody answered within the retry window (a cluster without an active for long), or the key's
+        // slot is moving between clusters: keep asking.
         this.#retry = this.#context.timers.after(this.#context.retryIntervalMs, () => this.#subscribe());
       } else if (error instanceof ClientClosedError) this.end();
       else this.end(error);
@@ -185,4 +190,9 @@ function sameState(a: HolderState, b: HolderState): boolean {
     a.mode.kind === b.mode.kind &&
     (a.mode.kind !== "permit" || b.mode.kind !== "permit" || a.mode.limit === b.mode.limit)
   );
+}
+
+/** A refusal that passes by itself: the key's slot is moving to another cluster (docs/protocol.md, "Key slots"). */
+function isPassing(error: Error | undefined): boolean {
+  return error instanceof LockServerError && error.serverCode === "SLOT_MOVING";
 }

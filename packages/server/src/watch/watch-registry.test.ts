@@ -1,4 +1,4 @@
-import { type KeyStateReply, permits, SHARED } from "@lock/protocol";
+import { permits, type Reply, SHARED } from "@lock/protocol";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../engine/clock.js";
 import { LockEngine } from "../engine/engine.js";
@@ -29,8 +29,9 @@ function watcher(registry: WatchRegistry) {
   return { watches, pushed };
 }
 
-function line(reply: KeyStateReply | string): string {
+function line(reply: Reply | string): string {
   if (typeof reply === "string") return reply;
+  if (reply.kind !== "O") return `${reply.kind} ${"key" in reply ? reply.key : "-"}`;
   const mode =
     reply.mode === undefined
       ? "-"
@@ -121,6 +122,20 @@ describe("WatchRegistry", () => {
     watches.unwatch("a");
     watches.end();
     expect(hooks.map((hook) => typeof hook)).toEqual(["function", "undefined"]);
+  });
+
+  it("ends the watches a predicate picks, pushing its reply to their watchers", () => {
+    const { registry, acquire } = setup();
+    const { watches, pushed } = watcher(registry);
+    watches.watch("moved");
+    watches.watch("kept");
+    registry.endWhere((key) =>
+      key === "moved" ? { kind: "M", op: "O", key, address: "10.0.0.2:7420" } : undefined,
+    );
+    acquire("moved");
+    const token = acquire("kept");
+    expect(pushed).toEqual(["M moved", `kept ${token} e 1`]);
+    expect([registry.count, watches.size]).toEqual([1, 1]);
   });
 
   it("refuses past the per-connection and the total caps, without counting a repeat", () => {

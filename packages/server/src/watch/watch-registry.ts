@@ -1,4 +1,4 @@
-import type { ErrorCode, KeyStateReply } from "@lock/protocol";
+import type { ErrorCode, KeyStateReply, Reply } from "@lock/protocol";
 import { FREE, type HolderSummary, sameSummary } from "../engine/holder-summary.js";
 
 /** Where the registry learns of holder changes and reads a key's holders: the node's engine. */
@@ -43,8 +43,8 @@ export class WatchRegistry {
     return this.#count;
   }
 
-  /** A connection's watches; `push` sends one state line on it. */
-  connection(push: (reply: KeyStateReply) => void): ConnectionWatches {
+  /** A connection's watches; `push` sends one line on it (a state, or the end of a watch). */
+  connection(push: (reply: Reply) => void): ConnectionWatches {
     return new ConnectionWatches(this, push);
   }
 
@@ -75,6 +75,21 @@ export class WatchRegistry {
     if (this.#count === 0) this.#source.onHolderChange(undefined);
   }
 
+  /**
+   * Ends the watches of every watched key `ending` answers with a reply (this node stopped serving
+   * the key: with a slot map, its slot moved to another cluster), pushing that reply to its watchers.
+   */
+  endWhere(ending: (key: string) => Reply | undefined): void {
+    for (const [key, watched] of [...this.#keys]) {
+      const reply = ending(key);
+      if (reply === undefined) continue;
+      for (const watcher of [...watched.watchers]) {
+        watcher.push(reply);
+        watcher.unwatch(key);
+      }
+    }
+  }
+
   readonly #changed = (key: string): void => {
     const watched = this.#keys.get(key);
     if (watched === undefined) return;
@@ -91,9 +106,9 @@ export class ConnectionWatches {
   readonly #registry: WatchRegistry;
   readonly #keys = new Set<string>();
   /** @internal The registry's pushes. */
-  readonly push: (reply: KeyStateReply) => void;
+  readonly push: (reply: Reply) => void;
 
-  constructor(registry: WatchRegistry, push: (reply: KeyStateReply) => void) {
+  constructor(registry: WatchRegistry, push: (reply: Reply) => void) {
     this.#registry = registry;
     this.push = push;
   }
