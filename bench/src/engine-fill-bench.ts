@@ -2,6 +2,8 @@ import { loadavg } from "node:os";
 import { PerformanceObserver } from "node:perf_hooks";
 import { pathToFileURL } from "node:url";
 import { RequestDecoder } from "@lock/protocol";
+import type { EngineMeter } from "@lock/server";
+import { LOCKD_MAIN } from "@lock/testkit";
 import { printRow } from "./report.js";
 
 /**
@@ -23,6 +25,11 @@ import { printRow } from "./report.js";
  * `BENCH_BASELINE_MODULE` (another build's `@lock/server`) in one process: `BENCH_PAIRS` (200)
  * pairs of `BENCH_CHUNK_CYCLES` (65,536) cycles each; the ratio is baseline time / this build's
  * time (above 1: this build is faster).
+ *
+ * `families` (`pnpm bench:engine-fill families`): the same cycles on this build's engine with
+ * lockd's key-family meter (apps/lockd's ContentionMetrics, built: `--key-families` at its default)
+ * against the same engine without it, in pairs as `cycles`; `cost_pct` is the meter's share added
+ * to a grant+release (the target is at most 5 %).
  */
 const KEYS = Number(process.env.BENCH_FILL_KEYS ?? 5_000_000);
 const BATCH = 10_000;
@@ -76,13 +83,14 @@ function overlapsGc(step: Step): number {
   return ms;
 }
 
-function newEngine(from: EngineModule, maxKeys: number): Engine {
+function newEngine(from: EngineModule, maxKeys: number, meter?: EngineMeter): Engine {
   let epoch = 1n;
   return new from.LockEngine<null>({
     clock: from.monotonicClock,
     tokens: new from.TokenIssuer(epoch, () => ++epoch),
     events: { granted() {}, timedOut() {} },
     limits: { maxKeys },
+    ...(meter ? { meter } : {}),
   });
 }
 
@@ -174,8 +182,8 @@ type CycleLoop = (
 ) => void;
 
 /** One build's engine doing grant+release cycles beside `HELD` held keys, as on a loaded server. */
-function cycleRunner(from: EngineModule, unique: boolean): (cycles: number) => number {
-  const engine = newEngine(from, 5_000_000);
+function cycleRunner(from: EngineModule, unique: boolean, meter?: EngineMeter): (cycles: number) => number {
+  const engine = newEngine(from, 5_000_000, meter);
   const session = engine.openSession("127.0.0.1:1");
   for (let i = 0; i < HELD; i++) engine.tryAcquire(`held:${i}`, 3_600_000, undefined, session);
   const names = Array.from({ length: 1024 }, (_, i) => `cycle:${i}`);
@@ -203,35 +211,63 @@ async function cycles(): Promise<void> {
   if (baselinePath === undefined)
     throw new Error("set BENCH_BASELINE_MODULE to the other build's server/dist/index.js");
   const baseline = await load(baselinePath);
+  for (const unique of [false, true])
+    comparePairs(
+      `cycles, ${unique ? "unique" : "reused"} keys`,
+      cycleRunner(server, unique),
+      cycleRunner(baseline, unique),
+    );
+}
+
+/** This build's engine with lockd's key-family meter on, against it off. */
+async function families(): Promise<void> {
+  const lockd = (file: string) => import(new URL(file, pathToFileURL(LOCKD_MAIN)).href);
+  const { ContentionMetrics } = await lockd("contention-metrics.js");
+  const { KeyFamilies, DEFAULT_FAMILY_LIMIT } = await lockd("key-families.js");
+  const meter = (): EngineMeter =>
+    new ContentionMetrics(new KeyFamilies([], DEFAULT_FAMILY_LIMIT), DEFAULT_FAMILY_LIMIT);
+  for (const unique of [false, true]) {
+    const label = `families on/off, ${unique ? "unique" : "reused"} keys`;
+    const ratio = comparePairs(label, cycleRunner(server, unique, meter()), cycleRunner(server, unique));
+    printRow(`  ${label}`, { cost_pct: (1 / ratio - 1) * 100 });
+  }
+}
+
+/**
+ * Runs `ours` and `theirs` in `BENCH_PAIRS` pairs of chunks and prints their cycles per CPU second
+ * and the ratio theirs/ours (above 1: ours is faster). Returns the median ratio.
+ */
+function comparePairs(
+  label: string,
+  ours: (cycles: number) => number,
+  theirs: (cycles: number) => number,
+): number {
   const pairs = Number(process.env.BENCH_PAIRS ?? 200);
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
-  for (const unique of [false, true]) {
-    const ours = cycleRunner(server, unique);
-    const theirs = cycleRunner(baseline, unique);
-    for (let i = 0; i < 20; i++) ours(CHUNK_CYCLES) + theirs(CHUNK_CYCLES); // warm-up (JIT)
-    const ratios: number[] = [];
-    const ourMs: number[] = [];
-    const theirMs: number[] = [];
-    // Short chunks in pairs, alternating which goes first: both sides of a pair see the same
-    // machine, and the median drops the pairs a burst of other work (or a GC) landed in.
-    for (let pair = 0; pair < pairs; pair++) {
-      const first = pair % 2 === 0 ? ours : theirs;
-      const a = first(CHUNK_CYCLES);
-      const b = (first === ours ? theirs : ours)(CHUNK_CYCLES);
-      const [mine, base] = first === ours ? [a, b] : [b, a];
-      ourMs.push(mine);
-      theirMs.push(base);
-      ratios.push(base / mine);
-    }
-    const sorted = [...ratios].sort((a, b) => a - b);
-    printRow(`cycles, ${unique ? "unique" : "reused"} keys`, {
-      this_build: Math.round((CHUNK_CYCLES / median(ourMs)) * 1000),
-      baseline: Math.round((CHUNK_CYCLES / median(theirMs)) * 1000),
-      ratio_median: median(ratios),
-      ratio_p25: sorted[Math.floor(pairs / 4)]!,
-      ratio_p75: sorted[Math.floor((3 * pairs) / 4)]!,
-    });
+  for (let i = 0; i < 20; i++) ours(CHUNK_CYCLES) + theirs(CHUNK_CYCLES); // warm-up (JIT)
+  const ratios: number[] = [];
+  const ourMs: number[] = [];
+  const theirMs: number[] = [];
+  // Short chunks in pairs, alternating which goes first: both sides of a pair see the same
+  // machine, and the median drops the pairs a burst of other work (or a GC) landed in.
+  for (let pair = 0; pair < pairs; pair++) {
+    const first = pair % 2 === 0 ? ours : theirs;
+    const a = first(CHUNK_CYCLES);
+    const b = (first === ours ? theirs : ours)(CHUNK_CYCLES);
+    const [mine, base] = first === ours ? [a, b] : [b, a];
+    ourMs.push(mine);
+    theirMs.push(base);
+    ratios.push(base / mine);
   }
+  const sorted = [...ratios].sort((a, b) => a - b);
+  printRow(label, {
+    this_build: Math.round((CHUNK_CYCLES / median(ourMs)) * 1000),
+    baseline: Math.round((CHUNK_CYCLES / median(theirMs)) * 1000),
+    ratio_median: median(ratios),
+    ratio_p25: sorted[Math.floor(pairs / 4)]!,
+    ratio_p75: sorted[Math.floor((3 * pairs) / 4)]!,
+  });
+  return median(ratios);
 }
 
 console.log(
@@ -240,6 +276,7 @@ console.log(
     .join(" ")}`,
 );
 if (process.argv[2] === "cycles") await cycles();
+else if (process.argv[2] === "families") await families();
 else await fill();
 console.log(
   `loadavg at the end ${loadavg()

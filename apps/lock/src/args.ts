@@ -46,6 +46,12 @@ export interface RunCommand {
   readonly killAfterMs: number;
   /** --shared: a shared holder; --permits N: one of N permits (LOCK_SLOT in the command's env). */
   readonly hold: { readonly mode?: "shared"; readonly permits?: number };
+  /**
+   * --elect: run the command only while leader of KEY (LOCK_TERM in its environment), stopping it
+   * when leadership is lost; `recampaign` (--recampaign): then stand for election again instead of
+   * exiting. Undefined: a plain lock run.
+   */
+  readonly elect?: { readonly recampaign: boolean };
   /** The command and its arguments, from after `--`. */
   readonly command: readonly [string, ...string[]];
 }
@@ -214,6 +220,18 @@ export const FLAGS = {
     for: ["run"],
     help: "after a lost lock, SIGKILL the command this long after SIGTERM (default 5s)",
   },
+  elect: {
+    type: "boolean",
+    env: undefined,
+    for: ["run"],
+    help: "leader election: wait to be elected leader of KEY, run the command while leader (LOCK_TERM), stop it on loss",
+  },
+  recampaign: {
+    type: "boolean",
+    env: undefined,
+    for: ["run"],
+    help: "with --elect: after leadership is lost and the command stopped, stand for election again (default: exit 82)",
+  },
   prefix: { type: "string", env: undefined, for: ["locks"], help: "only keys that start with this" },
   limit: {
     type: "string",
@@ -365,7 +383,35 @@ function runCommand(
       ? DEFAULTS.killAfterMs
       : parseDuration(values["kill-after"], "--kill-after");
   const hold = holdFlags(values);
-  return { kind: "run", connection, key, leaseMs, waitMs, killAfterMs, hold, command: [program, ...args] };
+  const elect = electFlags(values, waitMs, hold);
+  return {
+    kind: "run",
+    connection,
+    key,
+    leaseMs,
+    waitMs,
+    killAfterMs,
+    hold,
+    ...(elect === undefined ? {} : { elect }),
+    command: [program, ...args],
+  };
+}
+
+/** --elect [--recampaign]: a leader holds its key alone and waits for it. */
+function electFlags(
+  values: Values,
+  waitMs: RunCommand["waitMs"],
+  hold: RunCommand["hold"],
+): RunCommand["elect"] {
+  if (!values.elect) {
+    if (values.recampaign) throw usageError("--recampaign is for lock run --elect");
+    return undefined;
+  }
+  if (hold.mode !== undefined || hold.permits !== undefined)
+    throw usageError("--elect holds KEY alone: not with --shared or --permits");
+  if (waitMs === "none")
+    throw usageError("--elect campaigns until elected (or --wait runs out): not with --no-wait");
+  return { recampaign: values.recampaign === true };
 }
 
 /** --shared or --permits N (not both). */

@@ -1,4 +1,5 @@
 import { parseCommandLine } from "./args.js";
+import { runWhileLeader } from "./elect-run.js";
 import { CliError } from "./errors.js";
 import { helpText } from "./help.js";
 import { listLocks } from "./locks.js";
@@ -27,8 +28,10 @@ export async function cli(argv: readonly string[], io: CliIo): Promise<number> {
       case "version":
         io.stdout(`${io.version}\n`);
         return 0;
-      case "run":
-        return await runUnderLock(invocation, loadSettings(invocation.connection, io.readFile), io);
+      case "run": {
+        const run = invocation.elect === undefined ? runUnderLock : runWhileLeader;
+        return await run(invocation, loadSettings(invocation.connection, io.readFile), io);
+      }
       case "status":
         return await showStatus(invocation, loadSettings(invocation.connection, io.readFile), io);
       case "locks":

@@ -26,8 +26,8 @@ describe("documentation", () => {
     }
   });
 
-  it("the README documents LOCK_KEY, LOCK_TOKEN and the inline secrets", () => {
-    for (const name of ["LOCK_KEY", "LOCK_TOKEN", "LOCK_AUTH_TOKEN", "LOCK_ADMIN_TOKEN"])
+  it("the README documents LOCK_KEY, LOCK_TOKEN, LOCK_TERM and the inline secrets", () => {
+    for (const name of ["LOCK_KEY", "LOCK_TOKEN", "LOCK_TERM", "LOCK_AUTH_TOKEN", "LOCK_ADMIN_TOKEN"])
       expect(readme).toContain(name);
   });
 });

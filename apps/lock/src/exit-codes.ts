@@ -19,7 +19,7 @@ export const EXIT_CODES = {
   LOCK_LOST: {
     status: 82,
     meaning:
-      "the lock was lost while the command ran (lease not renewed in time, or refused); the command was stopped",
+      "the lock (--elect: leadership) was lost while the command ran (lease not renewed in time, or refused); the command was stopped",
   },
   NO_SERVER: { status: 83, meaning: "no server (or admin address) could be reached; nothing was done" },
   AUTH_FAILED: { status: 84, meaning: "a server refused the auth token, or an admin server the admin token" },

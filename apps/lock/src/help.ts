@@ -2,7 +2,7 @@ import { type CommandName, DEFAULTS, DURATION_FLAGS, FLAGS } from "./args.js";
 import { EXIT_CODES } from "./exit-codes.js";
 
 const USAGE = {
-  run: "lock run KEY [--lease 30s] [--wait 10s | --no-wait] [--kill-after 5s] -- command [args...]",
+  run: "lock run KEY [--lease 30s] [--wait 10s | --no-wait] [--kill-after 5s] [--elect [--recampaign]] -- command [args...]",
   status: "lock status [--json] [--admin [https://]host:port,...]",
   locks: "lock locks --admin [https://]host:port,... [--prefix P] [--limit N] [--json]",
   slots:
@@ -14,7 +14,11 @@ const ABOUT = {
     "Runs the command while holding the lock on KEY, with LOCK_KEY and LOCK_TOKEN (the fencing token) in\n" +
     "its environment; keeps the lease extended while it runs, passes SIGINT/SIGTERM/SIGHUP on to it,\n" +
     "releases the lock when it exits and exits with its status (128+n if signal n killed it).\n" +
-    "A lost lock stops the command (SIGTERM, then SIGKILL after --kill-after) and exits 82.",
+    "A lost lock stops the command (SIGTERM, then SIGKILL after --kill-after) and exits 82.\n" +
+    "With --elect, waits to be elected leader of KEY (as long as it takes, or --wait), runs the command\n" +
+    "while leader with LOCK_TERM (= LOCK_TOKEN, the term) in its environment, stops it when leadership\n" +
+    "is lost and exits 82, or with --recampaign stands for election again; when the command exits,\n" +
+    "lock resigns so that a standby takes over at once.",
   status:
     "Shows every node: role, epoch, keys, waiters, connections, uptime (the I verb on each --servers\n" +
     "address); with --admin also liveness, replication lag and grants/s from each node's /status.\n" +

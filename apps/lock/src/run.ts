@@ -4,7 +4,8 @@ import { formatDuration } from "./duration.js";
 import { CliError } from "./errors.js";
 import { cliErrorFrom } from "./lock-errors.js";
 import type { Settings } from "./settings.js";
-import { exitStatusOf, FORWARDED_SIGNALS, Supervisor, signalExitStatus } from "./supervisor.js";
+import { SignalRelay } from "./signal-relay.js";
+import { exitStatusOf, Supervisor, signalExitStatus } from "./supervisor.js";
 
 export interface RunIo {
   readonly env: NodeJS.ProcessEnv;
@@ -38,7 +39,7 @@ export async function runUnderLock(command: RunCommand, settings: Settings, io: 
     if (typeof lock === "number") return lock;
     // A signal that came as the grant did: the caller gave up, so the command does not start.
     if (signals.received !== undefined) return signalExitStatus(signals.received);
-    return await supervise(lock, command, signals, io);
+    return await supervise(lockHolding(lock), command, signals, io);
   } finally {
     signals.dispose();
     await client.close();
@@ -53,7 +54,10 @@ async function acquire(
 ): Promise<Lock | number> {
   const options = { leaseMs: command.leaseMs, autoExtend: true, signal: signals.abort, ...command.hold };
   const { waitMs } = command;
-  const stopNotice = typeof waitMs === "number" ? noticeWhileNoServer(client, waitMs, io) : () => {};
+  const stopNotice =
+    typeof waitMs === "number"
+      ? noticeWhileNoServer(client, io, `--wait ${formatDuration(waitMs)} runs out`)
+      : () => {};
   try {
     if (waitMs === "none") {
       const lock = await client.tryAcquire(command.key, options);
@@ -65,41 +69,75 @@ async function acquire(
     const waitForReady = waitMs !== undefined;
     return await client.acquire(command.key, { ...options, waitMs: waitMs ?? 0, waitForReady });
   } catch (error) {
-    if (error instanceof AbortError && signals.received !== undefined)
-      return signalExitStatus(signals.received);
-    throw cliErrorFrom(error, command.key);
+    return waitEnded(error, signals, command.key);
   } finally {
     stopNotice();
   }
 }
 
+/** A wait (for a lock, or an election) that failed: 128 + n if signal n ended it, else lock's error. */
+export function waitEnded(error: unknown, signals: SignalRelay, key: string): number {
+  if (error instanceof AbortError && signals.received !== undefined)
+    return signalExitStatus(signals.received);
+  throw cliErrorFrom(error, key);
+}
+
 /**
  * Says once on stderr when no connection is open or opening any more (every lockd address failed),
- * so that someone watching a `lock run --wait` that seems stuck knows why. Returns the unsubscribe.
+ * so that someone watching a `lock run --wait` that seems stuck knows why (it keeps trying `until`).
+ * Returns the unsubscribe.
  */
-function noticeWhileNoServer(client: LockClient, waitMs: number, io: RunIo): () => void {
+export function noticeWhileNoServer(client: LockClient, io: RunIo, until: string): () => void {
   const listener = ({ address, error }: ClientEvents["connectFailed"]) => {
     if (client.connections.some(({ state }) => state === "ready" || state === "connecting")) return;
     client.off("connectFailed", listener);
     const reason = (error as NodeJS.ErrnoException).code ?? error.message;
-    io.stderr(
-      `lock: cannot reach lockd (${address}: ${reason}); trying again until --wait ${formatDuration(waitMs)} runs out`,
-    );
+    io.stderr(`lock: cannot reach lockd (${address}: ${reason}); trying again until ${until}`);
   };
   client.on("connectFailed", listener);
   return () => client.off("connectFailed", listener);
 }
 
-async function supervise(lock: Lock, command: RunCommand, signals: SignalRelay, io: RunIo): Promise<number> {
-  const token = lock.token.toString();
-  const slot = lock.slot === undefined ? {} : { LOCK_SLOT: String(lock.slot) };
-  const child = new Supervisor(command.command, {
-    ...io.env,
-    LOCK_KEY: lock.key,
-    LOCK_TOKEN: token,
-    ...slot,
-  });
+/** What lock run holds while the command runs: a lock, or (--elect) a leadership. */
+export interface Holding {
+  readonly key: string;
+  /** Added to the command's environment: LOCK_KEY, LOCK_TOKEN, … */
+  readonly env: Readonly<Record<string, string>>;
+  /** Aborts when it is lost; the reason (a LockLostError) says why. */
+  readonly signal: AbortSignal;
+  /** What was lost, for lock's message: `the lock on KEY`, `leadership of KEY`. */
+  readonly name: string;
+  /** Gives it up, once the command has ended. */
+  release(): Promise<unknown>;
+}
+
+function lockHolding(lock: Lock): Holding {
+  const slot: Record<string, string> = lock.slot === undefined ? {} : { LOCK_SLOT: String(lock.slot) };
+  return {
+    key: lock.key,
+    env: { LOCK_KEY: lock.key, LOCK_TOKEN: lock.token.toString(), ...slot },
+    get signal() {
+      return lock.signal;
+    },
+    name: `the lock on ${lock.key}`,
+    release: () => lock.release(),
+  };
+}
+
+/**
+ * Runs the command while `held` lasts: stops it (SIGTERM, then SIGKILL after --kill-after) if
+ * `held` is lost meanwhile, and throws LOCK_LOST then; otherwise releases `held` once the command
+ * has exited, and resolves with the command's status.
+ */
+export async function supervise(
+  held: Holding,
+  command: RunCommand,
+  signals: SignalRelay,
+  io: RunIo,
+): Promise<number> {
+  const child = new Supervisor(command.command, { ...io.env, ...held.env });
   signals.forwardTo((signal) => child.signal(signal));
+  const lostSignal = held.signal;
   let finished = false;
   let lost = false;
   const onLost = () => {
@@ -108,64 +146,27 @@ async function supervise(lock: Lock, command: RunCommand, signals: SignalRelay, 
     lost = true;
     // The reason names the key and token: `lock "k" (token 7) lost: the lease ran out before …`.
     io.stderr(
-      `lock: ${(lock.signal.reason as Error).message}; ` +
+      `lock: ${(lostSignal.reason as Error).message}; ` +
         `stopping the command (SIGTERM, SIGKILL after ${formatDuration(command.killAfterMs)})`,
     );
     child.terminate(command.killAfterMs);
   };
-  if (lock.signal.aborted) onLost();
-  else lock.signal.addEventListener("abort", onLost, { once: true });
+  if (lostSignal.aborted) onLost();
+  else lostSignal.addEventListener("abort", onLost, { once: true });
   const exit = await child.exited;
   finished = true;
-  lock.signal.removeEventListener("abort", onLost);
-  if (lost)
-    throw new CliError("LOCK_LOST", `the command was stopped because the lock on ${lock.key} was lost`);
+  lostSignal.removeEventListener("abort", onLost);
+  if (lost) throw new CliError("LOCK_LOST", `the command was stopped because ${held.name} was lost`);
   if (exit.kind === "failed")
     io.stderr(`lock: cannot run ${command.command[0]}: ${exit.error.code ?? exit.error.message}`);
   try {
-    await lock.release();
+    await held.release();
   } catch (error) {
     // The command's status is what matters; the lease frees the key in any case.
     io.stderr(
-      `lock: could not confirm the release of ${lock.key} (${(error as Error).message}); ` +
+      `lock: could not confirm the release of ${held.key} (${(error as Error).message}); ` +
         `its lease frees it within ${formatDuration(command.leaseMs)}`,
     );
   }
   return exitStatusOf(exit);
-}
-
-/**
- * Holds SIGINT, SIGTERM and SIGHUP for lock run's lifetime (so none of them kills lock while it
- * holds the lock): before the command starts, the first one aborts `abort`; from forwardTo() on,
- * each one is passed on.
- */
-class SignalRelay {
-  readonly #controller = new AbortController();
-  #forward: ((signal: NodeJS.Signals) => void) | undefined;
-  received: NodeJS.Signals | undefined;
-
-  readonly #onSignal = (signal: NodeJS.Signals): void => {
-    if (this.#forward !== undefined) {
-      this.#forward(signal);
-      return;
-    }
-    this.received ??= signal;
-    this.#controller.abort(new Error(`interrupted by ${signal}`));
-  };
-
-  constructor() {
-    for (const signal of FORWARDED_SIGNALS) process.on(signal, this.#onSignal);
-  }
-
-  get abort(): AbortSignal {
-    return this.#controller.signal;
-  }
-
-  forwardTo(forward: (signal: NodeJS.Signals) => void): void {
-    this.#forward = forward;
-  }
-
-  dispose(): void {
-    for (const signal of FORWARDED_SIGNALS) process.off(signal, this.#onSignal);
-  }
 }

@@ -2,6 +2,7 @@ import { type CoordinationStore, type LockServer, SecretChecker } from "@lock/se
 import Fastify, { type FastifyInstance } from "fastify";
 import type { HostPort } from "./address.js";
 import type { ClusterLog } from "./cluster-log.js";
+import type { ContentionMetrics } from "./contention-metrics.js";
 import { epochAheadStatus } from "./epoch-ahead.js";
 import { listLocks, registerLocksRoute } from "./locks-route.js";
 import type { LockdMetrics } from "./metrics.js";
@@ -13,6 +14,8 @@ import type { KeyPair } from "./tls-files.js";
 
 /** Keys listed under "most contended" in /status. */
 const CONTENDED_SHOWN = 10;
+/** Key families listed in /status (the most waiting, then the most held). */
+const FAMILIES_SHOWN = 10;
 /** Held keys the status page lists at a time (its holders view, and the first paint). */
 export const PAGE_LOCKS_LIMIT = 20;
 
@@ -51,7 +54,7 @@ export async function nodeStatus(deps: AdminDeps) {
   return { ...nodeStatusNow(deps), coordinator: await coordinatorStatus(deps.server) };
 }
 
-function nodeStatusNow({ server, history, clusterLog, version }: AdminDeps) {
+function nodeStatusNow({ server, history, clusterLog, version, metrics }: AdminDeps) {
   const node = server.node;
   return {
     version,
@@ -73,8 +76,25 @@ function nodeStatusNow({ server, history, clusterLog, version }: AdminDeps) {
       ? { peers: withFollowedEpochs(server.cluster.peerStatus()), ...server.cluster.counters }
       : null,
     slots: slotsStatus(server),
-    mostContended: node.mostContended(CONTENDED_SHOWN),
+    ...contentionStatus(node.mostContended(CONTENDED_SHOWN), metrics.contention),
     recentChanges: clusterLog.recent(),
+  };
+}
+
+/**
+ * The most contended keys, each with its key family (null with the family metrics off), and the
+ * busiest families: what the status page links them to.
+ */
+function contentionStatus(
+  contended: ReadonlyArray<{ key: string; waiters: number }>,
+  contention: ContentionMetrics | undefined,
+) {
+  return {
+    mostContended: contended.map((row) => ({
+      ...row,
+      family: contention?.families.labelOf(row.key) ?? null,
+    })),
+    families: contention?.summary(FAMILIES_SHOWN) ?? null,
   };
 }
 

@@ -169,6 +169,16 @@ export const FLAGS = {
     env: "LOCKD_SEMAPHORES",
     help: "PATTERN=N,...: keys that are semaphores of N permits (a key, or a prefix and *: tenant:*=5); acquires must agree",
   },
+  "key-families": {
+    env: "LOCKD_KEY_FAMILIES",
+    help: "NAME=REGEX,...: the key families contention metrics are labelled by, first match wins (orders:*=^orders:); other keys: up to their first ':' or digit, then *",
+  },
+  "key-family-limit": {
+    env: "LOCKD_KEY_FAMILY_LIMIT",
+    default: "100",
+    help: "key families labelled at most, 0 to 10000; keys past them count as family 'other' (0: no family metrics)",
+    count: { min: 0 },
+  },
   "max-connection-keys": {
     env: "LOCKD_MAX_CONNECTION_KEYS",
     help: "keys one connection holds or has queued acquires for",

@@ -9,6 +9,7 @@ import {
 import { ConfigError, type HostPort, isLoopback, parseHostPort } from "./address.js";
 import { FLAGS, type FlagName, LINE_ROOM_AROUND_KEY, LOG_LEVELS } from "./config-flags.js";
 import { ConfigSources, parseCommandLine } from "./config-sources.js";
+import { type FamilyRule, parseFamilyRules } from "./key-families.js";
 import { readSecret, type Setting, secretFromEnv } from "./secrets.js";
 import { type KeyPair, readTlsMaterial, type TlsPaths } from "./tls-files.js";
 
@@ -45,6 +46,8 @@ export interface LockdConfig {
   readonly limits: Partial<ServerLimits>;
   /** Keys that are semaphores of a fixed number of permits, by pattern (--semaphores). */
   readonly semaphores: readonly SemaphoreRule[];
+  /** `--key-families` and `--key-family-limit`: how contention metrics label keys (undefined: off). */
+  readonly keyFamilies: KeyFamiliesConfig | undefined;
   /** Cluster peers, highest priority first, including this node's advertised address. */
   readonly peers: readonly string[] | undefined;
   readonly heartbeatMs: number;
@@ -59,6 +62,11 @@ export interface LockdConfig {
    * request, at the price of `process.binding` (DEP0111). Off by default.
    */
   readonly fastIo: boolean;
+}
+
+export interface KeyFamiliesConfig {
+  readonly rules: readonly FamilyRule[];
+  readonly limit: number;
 }
 
 export interface CoordinatorConfig {
@@ -108,6 +116,7 @@ export function parseConfig(
       insecure,
       limits,
       semaphores: parseSemaphores(sources),
+      keyFamilies: parseKeyFamilies(sources),
       ...cluster,
       coordinator,
       ...runtime,
@@ -311,6 +320,26 @@ function parseSemaphores(sources: ConfigSources): readonly SemaphoreRule[] {
   const rules = parseSemaphoreRules(setting.text);
   if ("error" in rules) throw new ConfigError(`${setting.origin}: ${rules.error}`);
   return rules;
+}
+
+/** Labels past which /metrics grows too big to scrape comfortably (3 kinds × 23 series each). */
+const MAX_FAMILY_LIMIT = 10_000;
+
+/** --key-families and --key-family-limit; a limit of 0 turns the family metrics off. */
+function parseKeyFamilies(sources: ConfigSources): KeyFamiliesConfig | undefined {
+  const limit = sources.numberOf("key-family-limit")!;
+  if (limit > MAX_FAMILY_LIMIT)
+    throw new ConfigError(
+      `${sources.setting("key-family-limit")!.origin}: must be at most ${MAX_FAMILY_LIMIT}`,
+    );
+  const setting = sources.setting("key-families");
+  let rules: readonly FamilyRule[] = [];
+  if (setting !== undefined && setting.text !== "") {
+    const parsed = parseFamilyRules(setting.text);
+    if ("error" in parsed) throw new ConfigError(`${setting.origin}: ${parsed.error}`);
+    rules = parsed;
+  }
+  return limit === 0 ? undefined : { rules, limit };
 }
 
 /** The log level, the clock skew allowed, the shutdown grace and the socket I/O paths. */

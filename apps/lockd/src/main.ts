@@ -27,8 +27,10 @@ import { startAdmin } from "./admin.js";
 import { AuthFailureLog } from "./auth-failure-log.js";
 import { ClusterLog } from "./cluster-log.js";
 import { type LockdConfig, parseConfig, usage } from "./config.js";
+import { ContentionMetrics } from "./contention-metrics.js";
 import { checkDataDir } from "./data-dir.js";
 import { epochAheadLog, epochAheadStatus } from "./epoch-ahead.js";
+import { KeyFamilies } from "./key-families.js";
 import { LockdMetrics } from "./metrics.js";
 import { StatusHistory } from "./status-history.js";
 import { reloadTls } from "./tls-reload.js";
@@ -43,7 +45,7 @@ async function main(): Promise<void> {
   if (config === undefined) return;
   const log = openLog(config);
   const authFailures = new AuthFailureLog((fields, message) => log.warn(fields, message));
-  const metrics = new LockdMetrics((remote) => authFailures.failed(remote), onceAuthNotRequired(log));
+  const metrics = openMetrics(config, log, authFailures);
   // Filled by the cluster's events: the status page's recent changes, /readyz's sync view.
   let server: LockServer | undefined;
   const clusterLog = new ClusterLog(() => server?.node.advertise ?? "this node");
@@ -248,6 +250,15 @@ function onceAuthNotRequired(log: Log): (remote: string) => void {
       "a client sent an auth token (H), but this server has none: its token is not checked and anyone who reaches the port is served; set --auth-token-file to require it (lockd_auth_not_required_total counts them; this is said once)",
     );
   };
+}
+
+/** lockd's metrics, with the key-family ones (`--key-families`) unless `--key-family-limit 0`. */
+function openMetrics(config: LockdConfig, log: Log, authFailures: AuthFailureLog): LockdMetrics {
+  const families = config.keyFamilies;
+  const contention = families
+    ? new ContentionMetrics(new KeyFamilies(families.rules, families.limit), families.limit)
+    : undefined;
+  return new LockdMetrics((remote) => authFailures.failed(remote), onceAuthNotRequired(log), contention);
 }
 
 function serverOptions(

@@ -1,6 +1,7 @@
 import type { ErrorCode, RequestOp } from "@lock/protocol";
 import type { LockServer, ServerObserver } from "@lock/server";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { ContentionMetrics } from "./contention-metrics.js";
 
 const VERBS: readonly RequestOp[] = ["A", "Y", "R", "X", "C", "P", "H", "I"];
 
@@ -26,10 +27,16 @@ export class LockdMetrics implements ServerObserver {
    * `onAuthFailure`: also told of each wrong auth secret (lockd logs them, rate-limited);
    * `onAuthNotRequired`: of each `H` sent to this server when it has no auth token (lockd warns once).
    */
+  /** Wait/hold histograms and held/waiting gauges by key family; undefined when turned off. */
+  readonly contention: ContentionMetrics | undefined;
+
   constructor(
     onAuthFailure: (remoteAddress: string) => void = () => {},
     onAuthNotRequired: (remoteAddress: string) => void = () => {},
+    contention?: ContentionMetrics,
   ) {
+    this.contention = contention;
+    contention?.register(this.registry);
     this.#onAuthFailure = onAuthFailure;
     this.#onAuthNotRequired = onAuthNotRequired;
     // prom-client's default metrics are already named process_* and nodejs_*: the prefix is lockd_

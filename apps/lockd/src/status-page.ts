@@ -6,6 +6,7 @@ const ASSETS = [
   { path: "/status.js", file: "status.js", type: "text/javascript; charset=utf-8" },
   { path: "/status-format.js", file: "status-format.js", type: "text/javascript; charset=utf-8" },
   { path: "/status-chart.js", file: "status-chart.js", type: "text/javascript; charset=utf-8" },
+  { path: "/status-families.js", file: "status-families.js", type: "text/javascript; charset=utf-8" },
   { path: "/status-holders.js", file: "status-holders.js", type: "text/javascript; charset=utf-8" },
   { path: "/status-slots.js", file: "status-slots.js", type: "text/javascript; charset=utf-8" },
   { path: "/status-slots-format.js", file: "status-slots-format.js", type: "text/javascript; charset=utf-8" },

@@ -4,6 +4,7 @@
 // from the server goes in with textContent, never as HTML: key names are client-chosen.
 
 import { renderChart } from "./status-chart.js";
+import { familyLink, renderFamilies } from "./status-families.js";
 import {
   clockText,
   epochText,
@@ -205,9 +206,10 @@ function renderCoordinator(coordinator) {
 function renderContended(status) {
   const body = $("contended").tBodies[0];
   body.replaceChildren();
-  for (const { key, waiters } of status.mostContended) {
+  for (const { key, waiters, family } of status.mostContended) {
     const row = body.insertRow();
     cell(row, key, "key");
+    cell(row, familyLink(family));
     cell(row, formatCount(waiters));
   }
   $("contended-none").hidden = status.mostContended.length > 0;
@@ -266,6 +268,7 @@ function render(status, history) {
   // A lockd older than slot maps sends no `slots`: no panel, as without --slot-map.
   renderSlots(status.slots ?? null, cell);
   renderContended(status);
+  renderFamilies(status.families ?? null, cell);
   renderChanges(status);
   renderChart($("chart"), history);
 }

@@ -5,6 +5,7 @@ import { jittered, type Random } from "./jitter.js";
 import { type Linked, NEXT, OWNER, PREV } from "./linked-set.js";
 import { MAX_REDIRECTS } from "./retrying-request.js";
 import type { Timer, TimerQueue } from "./timers.js";
+import { AcquireTrace } from "./tracing.js";
 import type { Router } from "./transport.js";
 
 /** What one acquire (`A`, waiting) or try-acquire (`Y`) call asks for. */
@@ -118,12 +119,19 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   #wake: Timer | undefined;
   #backstop: Timer | undefined;
   #sentOnce = false;
+  /** The call's OpenTelemetry spans (tracing.ts); undefined when tracing is off. */
+  readonly trace: AcquireTrace | undefined;
 
   /** Sends the first attempt at once. The signal must not be aborted yet. */
   constructor(spec: AcquireSpec, ctx: AcquireContext<L>, signal: AbortSignal | undefined) {
     this.spec = spec;
     this.#ctx = ctx;
     this.#signal = signal;
+    this.trace = AcquireTrace.start(
+      spec.key,
+      spec.lockMode.kind,
+      spec.mode === "A" ? spec.waitMs : undefined,
+    );
     this.promise = new Promise((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -210,6 +218,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
         return;
       case "M":
         this.#ctx.router.redirected(ticket, reply.address);
+        this.trace?.event("redirect", { "lock.redirect.to": reply.address });
         if (++this.#redirects > MAX_REDIRECTS) {
           this.#fail(new ProtocolError(`more than ${MAX_REDIRECTS} redirects for ${this.spec.key}`));
         } else {
@@ -219,6 +228,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       case "S":
         // Another cluster serves the key: the router sends the same request (same id) there. Or a
         // node behind the client's map (a move's commit not read yet): ask it again shortly.
+        this.trace?.event("redirect", { "lock.redirect.to": "another cluster" });
         if (this.#ctx.router.slotMoved?.(ticket, reply) === false) {
           this.#backOff(undefined, ticket.connection?.address, false);
         } else if (++this.#redirects > MAX_REDIRECTS) {
@@ -254,7 +264,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     // Either way, move on at once with the same id and the wait left.
     if (ticket.connection?.superseded || (written && ticket.address !== undefined)) {
       this.#moves += 1;
-      this.#ctx.retried(this.spec, this.#attemptNumber(), error);
+      this.#retried(error);
       this.#attempt(undefined);
       return;
     }
@@ -304,8 +314,14 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       this.#noConnection(error);
       return;
     }
-    this.#ctx.retried(this.spec, this.#attemptNumber(), error);
+    this.#retried(error);
     this.#attempt(undefined);
+  }
+
+  #retried(error: Error | undefined): void {
+    const attempt = this.#attemptNumber();
+    this.trace?.event("retry", { "lock.attempt": attempt, "lock.retry.reason": error?.message ?? "" });
+    this.#ctx.retried(this.spec, attempt, error);
   }
 
   /** Which attempt of the call the next one is (1 for the first). */
@@ -364,7 +380,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
         return;
       }
       this.#pauses += 1;
-      this.#ctx.retried(this.spec, this.#attemptNumber(), error);
+      this.#retried(error);
       this.#attempt(undefined);
     });
   }
@@ -389,6 +405,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   }
 
   #grant(token: bigint, receivedAt: number, slot: number | undefined): void {
+    this.trace?.settled(token, undefined);
     let value: L | Promise<L>;
     try {
       value = this.#ctx.granted(this, token, this.#firstWrittenAt, receivedAt, slot);
@@ -403,6 +420,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
   #settle(value: L | Promise<L> | null | undefined, error: Error | undefined): void {
     if (this.#settled) return;
     this.#settled = true;
+    if (value === null || error !== undefined) this.trace?.settled(undefined, error);
     this.#timer?.cancel();
     this.#wake?.cancel();
     this.#backstop?.cancel();

@@ -1,5 +1,6 @@
 import { keySlot, type LockMode, type Request } from "@lock/protocol";
 import { type AcquireContext, AcquireOp, type AcquireSpec } from "./acquire.js";
+import { type ElectOptions, elect, type Leadership } from "./election.js";
 import { AbortError, ClientClosedError, LockLostError, LockServerError, ProtocolError } from "./errors.js";
 import { type ClientEventListener, type ClientEventName, Emitter } from "./events.js";
 import { RequestIds } from "./ids.js";
@@ -19,6 +20,7 @@ import { type RetryCallback, RetryingRequest, type RetryPolicy } from "./retryin
 import type { SlotState } from "./server-pool.js";
 import { SlotRouter } from "./slot-router.js";
 import { type Timer, TimerQueue } from "./timers.js";
+import { traceLost, traceRelease } from "./tracing.js";
 
 export interface AcquireOptions {
   /** How long the server keeps the lock if it is neither released nor extended, in ms (≥ 1). */
@@ -88,6 +90,8 @@ export class LockClient implements AsyncDisposable {
   readonly #held = new LinkedSet<Lock>();
   readonly #background = new LinkedSet<RetryingRequest>();
   readonly #extensions = new LinkedSet<RetryingRequest>();
+  // Told when close() begins, before their locks are released.
+  readonly #leaderships = new Set<Leadership>();
   /** Resolved when #pending or #background shrinks: close() waits for both to empty. */
   #shrunk: Array<() => void> = [];
   readonly #backend: LockBackend;
@@ -179,6 +183,24 @@ export class LockClient implements AsyncDisposable {
     }
     await lock.release();
     return result;
+  }
+
+  /**
+   * Campaigns for leadership of `key` and resolves once elected: the leader is the lock's holder, and
+   * `leader.term` is its fencing token (docs: README.md, "Leader election"). The lease is extended
+   * while leading; `leader.signal` aborts and `leader.lost` resolves when leadership ends. Rejects
+   * as acquire() does (AbortError when `signal` aborts, LockTimeoutError when `waitMs` runs out).
+   */
+  elect(key: string, options: ElectOptions): Promise<Leadership> {
+    return elect(
+      {
+        acquire: (lockKey, acquireOptions) => this.acquire(lockKey, acquireOptions),
+        track: (leadership) => this.#leaderships.add(leadership),
+        forget: (leadership) => this.#leaderships.delete(leadership),
+      },
+      key,
+      options,
+    );
   }
 
   /**
@@ -291,6 +313,7 @@ export class LockClient implements AsyncDisposable {
       permits: lockMode.kind === "permit" ? lockMode.limit : undefined,
     };
     const lock = Lock.create(this.#backend, key, token, leaseMs, expiresAt, id, late, hold);
+    op.trace?.heldBy(lock);
     this.#held.add(lock);
     if (!late) return lock;
     // The lease is only known to run from the first write, and most of it may look spent (or past)
@@ -402,6 +425,7 @@ export class LockClient implements AsyncDisposable {
     this.#held.delete(lock);
     // The id proves ownership when the release goes out on another connection than the grant came on.
     const request: Request = { op: "R", key: lock.key, token: lock.token, id: lock.requestId };
+    done = traceRelease(lock, done);
     this.#retrying(request, undefined, ({ reply, firstLostWriteAt }, error) => {
       if (error !== undefined) {
         done(error, false);
@@ -417,10 +441,12 @@ export class LockClient implements AsyncDisposable {
 
   #lost(lock: Lock, error: LockLostError): void {
     this.#held.delete(lock);
+    traceLost(lock, error);
     this.#events.emit("lockLost", { key: lock.key, token: lock.token, error });
   }
 
   async #shutDown(): Promise<void> {
+    for (const leadership of [...this.#leaderships]) leadership.clientClosing();
     for (const observer of [...this.#observers]) observer.end();
     for (const op of this.#pending.toArray()) op.giveUp(new ClientClosedError());
     for (const lock of this.#held.toArray()) lock.release().catch(() => {});

@@ -1,6 +1,8 @@
 import type { Reply, Request } from "@lock/protocol";
 import { vi } from "vitest";
 import { type Connection, type ReplyHandler, Ticket } from "./connection.js";
+import type { LockLostError } from "./errors.js";
+import type { Lock, LockBackend } from "./lock.js";
 import { TimerQueue } from "./timers.js";
 import type { Router } from "./transport.js";
 
@@ -110,6 +112,38 @@ export class FakeRouter implements Router {
   supersede(sent: Sent, error = new Error("silent; another node is the active")): void {
     sent.ticket.connection = { superseded: true } as Connection;
     this.lose(sent, true, error);
+  }
+}
+
+interface PendingExtend {
+  readonly leaseMs: number;
+  readonly untilMs: number;
+  resolve(writtenAt: number | false): void;
+  reject(error: Error): void;
+}
+
+/** A backend whose extensions and releases the test answers by hand. */
+export class FakeBackend implements LockBackend {
+  readonly timers = fakeTimers();
+  readonly extends: PendingExtend[] = [];
+  readonly releases: Array<(error: Error | undefined, released: boolean) => void> = [];
+  readonly lostErrors: LockLostError[] = [];
+
+  extend(_key: string, _token: bigint, leaseMs: number, untilMs: number): Promise<number | false> {
+    return new Promise((resolve, reject) => this.extends.push({ leaseMs, untilMs, resolve, reject }));
+  }
+
+  release(_lock: Lock, done: (error: Error | undefined, released: boolean) => void): void {
+    this.releases.push(done);
+  }
+
+  lost(_lock: Lock, error: LockLostError): void {
+    this.lostErrors.push(error);
+  }
+
+  /** Confirms the oldest pending extension as written now. */
+  confirmExtend(): void {
+    this.extends.shift()!.resolve(this.timers.clock.now());
   }
 }
 

@@ -1,5 +1,12 @@
 export type { AcquireOptions, ConnectionStatus, TryAcquireOptions } from "./client.js";
 export { LockClient } from "./client.js";
+export type {
+  ElectOptions,
+  LeadershipListener,
+  LeadershipLoss,
+  LeadershipLossReason,
+} from "./election.js";
+export { Leadership } from "./election.js";
 export type { ClientErrorCode } from "./errors.js";
 export {
   AbortError,

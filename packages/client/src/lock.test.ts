@@ -1,39 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LockLostError, NoServerError } from "./errors.js";
-import { fakeTimers } from "./fakes.test.support.js";
-import { Lock, type LockBackend } from "./lock.js";
-
-interface PendingExtend {
-  readonly leaseMs: number;
-  readonly untilMs: number;
-  resolve(writtenAt: number | false): void;
-  reject(error: Error): void;
-}
-
-/** A backend whose extensions and releases the test answers by hand. */
-class FakeBackend implements LockBackend {
-  readonly timers = fakeTimers();
-  readonly extends: PendingExtend[] = [];
-  readonly releases: Array<(error: Error | undefined, released: boolean) => void> = [];
-  readonly lostErrors: LockLostError[] = [];
-
-  extend(_key: string, _token: bigint, leaseMs: number, untilMs: number): Promise<number | false> {
-    return new Promise((resolve, reject) => this.extends.push({ leaseMs, untilMs, resolve, reject }));
-  }
-
-  release(_lock: Lock, done: (error: Error | undefined, released: boolean) => void): void {
-    this.releases.push(done);
-  }
-
-  lost(_lock: Lock, error: LockLostError): void {
-    this.lostErrors.push(error);
-  }
-
-  /** Confirms the oldest pending extension as written now. */
-  confirmExtend(): void {
-    this.extends.shift()!.resolve(this.timers.clock.now());
-  }
-}
+import { FakeBackend } from "./fakes.test.support.js";
+import { Lock } from "./lock.js";
 
 const LEASE = 300;
 

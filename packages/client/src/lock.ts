@@ -79,6 +79,7 @@ export class Lock implements AsyncDisposable {
   #state: LockState = "held";
   #controller: AbortController | undefined;
   #lostError: LockLostError | undefined;
+  #refused = false;
   #expiryTimer: Timer | undefined;
   #renewTimer: Timer | undefined;
   #autoExtend = false;
@@ -132,6 +133,15 @@ export class Lock implements AsyncDisposable {
   /** Monotonic ms (the `performance.now()` clock) at which the lease ends, as far as the client knows. */
   get expiresAt(): number {
     return this.#expiresAt;
+  }
+
+  /**
+   * @internal Whether the loss was a refusal (the server answered an extension X 0, or the
+   * automatic extension failed outright) rather than the lease running out unconfirmed: elections
+   * report the two apart.
+   */
+  get refused(): boolean {
+    return this.#refused;
   }
 
   /** Lease left, in ms (0 when it ran out). */
@@ -197,7 +207,7 @@ export class Lock implements AsyncDisposable {
       if (this.#state === "lost") throw this.#lostError!;
       return;
     }
-    if (writtenAt === false) throw this.#lose("the server refused the extension (X 0)");
+    if (writtenAt === false) throw this.#lose("the server refused the extension (X 0)", undefined, true);
     this.#expiresAt = Math.max(this.#expiresAt, writtenAt + leaseMs);
   }
 
@@ -279,7 +289,7 @@ export class Lock implements AsyncDisposable {
         (error: unknown) => {
           // A refusal or a lease run out already lost the lock. Anything else (a server refusing
           // the lease length, say) means the lease cannot be kept: say so now, not at expiry.
-          if (this.#state === "held") this.#lose("the automatic extension failed", error);
+          if (this.#state === "held") this.#lose("the automatic extension failed", error, true);
         },
       );
     });
@@ -297,8 +307,9 @@ export class Lock implements AsyncDisposable {
     });
   }
 
-  #lose(reason: string, cause?: unknown): LockLostError {
+  #lose(reason: string, cause?: unknown, refused = false): LockLostError {
     if (this.#lostError !== undefined) return this.#lostError;
+    this.#refused = refused;
     const error = new LockLostError(
       this.key,
       this.token,

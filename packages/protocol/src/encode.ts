@@ -129,9 +129,10 @@ export function encodePeer(frame: PeerFrame, limits: ProtocolLimits = DEFAULT_LI
       return `!J ${addressText(node)} ${roleText(role)} ${epochText(epoch)} ${epochText(highest)}\n`;
     }
     case "B": {
-      const { node, role, epoch, active, highest } = frame;
+      const { node, role, epoch, active, highest, synced } = frame;
       const activeText = active === undefined ? "-" : addressText(active);
-      return `!B ${addressText(node)} ${roleText(role)} ${epochText(epoch)} ${activeText} ${epochText(highest)}\n`;
+      const syncedText = synced === undefined ? "" : synced ? " 1" : " 0";
+      return `!B ${addressText(node)} ${roleText(role)} ${epochText(epoch)} ${activeText} ${epochText(highest)}${syncedText}\n`;
     }
     case "S": {
       return `!S ${epochText(frame.epoch)} ${formatSafeInteger(frame.seq, "seq")}\n`;

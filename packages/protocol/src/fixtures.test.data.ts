@@ -152,6 +152,22 @@ export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
     line: "!B [::1]:7421 standby 7 - 1099511627775",
     value: { peer: "B", node: "[::1]:7421", role: "standby", epoch: 7n, highest: 1_099_511_627_775n },
   },
+  {
+    line: "!B 10.0.0.6:7420 standby 7 10.0.0.5:7420 8 1",
+    value: {
+      peer: "B",
+      node: "10.0.0.6:7420",
+      role: "standby",
+      epoch: 7n,
+      active: "10.0.0.5:7420",
+      highest: 8n,
+      synced: true,
+    },
+  },
+  {
+    line: "!B 10.0.0.7:7420 standby 0 - 3 0",
+    value: { peer: "B", node: "10.0.0.7:7420", role: "standby", epoch: 0n, highest: 3n, synced: false },
+  },
   { line: "!S 7 1234", value: { peer: "S", epoch: 7n, seq: 1234 } },
   {
     line: "!h orders:42 7696581394433 29500 job-1",
@@ -407,6 +423,8 @@ export const BAD_REQUESTS: readonly BadLine[] = [
   { line: "!J 10.0.0.5:7420 active 1", code: "BAD_SYNTAX" },
   { line: "!B 10.0.0.5:70000 active 1 - 1", code: "BAD_ARGUMENT" },
   { line: "!B 10.0.0.5:7420 active 1 nowhere 1", code: "BAD_ARGUMENT" },
+  { line: "!B 10.0.0.5:7420 standby 1 - 1 yes", code: "BAD_ARGUMENT" },
+  { line: "!B 10.0.0.5:7420 standby 1 - 1 1 1", code: "BAD_SYNTAX" },
   // Epochs beyond the token layout's 40 bits would overflow every token made from them.
   { line: "!B 10.0.0.5:7420 standby 18446744073709551615 - 1", code: "BAD_ARGUMENT" },
   { line: "!B 10.0.0.5:7420 standby 1 - 1099511627776", code: "BAD_ARGUMENT" },

@@ -34,6 +34,10 @@ function isRole(text: string): text is NodeRole {
   return text === "active" || text === "standby";
 }
 
+function isFlag(text: string): boolean {
+  return text === "0" || text === "1";
+}
+
 function isActiveField(text: string): boolean {
   return text === "-" || isValidAddress(text);
 }
@@ -99,17 +103,24 @@ export function parsePeerLine(line: string, verb: string, limits: ProtocolLimits
         })
       );
     case "!B": {
-      const wrongCount = r.expect(6, 6, "!B <node> <role> <epoch> <active|-> <highest epoch>");
+      const wrongCount = r.expect(6, 7, "!B <node> <role> <epoch> <active|-> <highest epoch> [<synced>]");
       if (wrongCount) return wrongCount;
       const node = r.argument(1, isValidAddress, "the node address");
       const role = r.argument(2, isRole, "the role") as NodeRole;
       const epoch = r.epoch(3);
       const active = r.argument(4, isActiveField, "the active address");
       const highest = r.epoch(5);
-      const frame: HeartbeatFrame =
-        active === "-"
-          ? { peer: "B", node, role, epoch, highest }
-          : { peer: "B", node, role, epoch, active, highest };
+      const synced =
+        r.fields.length > 6 ? r.argument(6, isFlag, "the synced flag (0 or 1)") === "1" : undefined;
+      const frame: HeartbeatFrame = {
+        peer: "B",
+        node,
+        role,
+        epoch,
+        ...(active === "-" ? {} : { active }),
+        highest,
+        ...(synced === undefined ? {} : { synced }),
+      };
       return r.result(frame);
     }
     case "!S":

@@ -82,6 +82,13 @@ export interface HeartbeatFrame {
   readonly active?: string;
   /** The highest epoch the sender has taken or heard of, anywhere in the cluster. */
   readonly highest: bigint;
+  /**
+   * The sender, a standby, holds a whole copy of an active's table (it loaded an active's snapshot
+   * and follows its stream); false while it has none (just restarted, or a snapshot half loaded).
+   * Undefined: not said (lockd 0.1.0 sends no such field). A synced standby promotes over one that
+   * is not (docs/consistency.md, "Failover").
+   */
+  readonly synced?: boolean;
 }
 
 /**

@@ -190,6 +190,7 @@ export class LockNode {
           timedOut: (sink, key, id) => sink.timedOut(key, id),
         },
         ...(options.journal ? { journal: options.journal } : {}),
+        ...(this.observer.contention ? { meter: this.observer.contention } : {}),
         limits: { maxKeys: options.limits.maxKeys, maxWaitersPerKey: options.limits.maxWaitersPerKey },
         ...(options.semaphores?.length ? { semaphores: new SemaphoreRules(options.semaphores) } : {}),
         ...(options.holdRule ? { holdRule: options.holdRule } : {}),

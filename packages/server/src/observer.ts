@@ -1,4 +1,5 @@
 import type { ErrorCode, RequestOp } from "@lock/protocol";
+import type { EngineMeter } from "./engine/engine-types.js";
 
 /**
  * Hooks for metrics, called synchronously on the hot path: implementations must be cheap
@@ -21,6 +22,11 @@ export interface ServerObserver {
    * token before the server requires one), but its token is checked by no one: lockd warns.
    */
   authNotRequired?(remoteAddress: string): void;
+  /**
+   * Told of every holder and queued acquire as they come and go, with wait and hold times (lockd's
+   * key-family metrics). Read once, when the node is built; absent, the engine meters nothing.
+   */
+  readonly contention?: EngineMeter;
 }
 
 export const NO_OBSERVER: ServerObserver = {

@@ -140,7 +140,7 @@ export class Cluster {
       // A last heartbeat tells every peer this node is no longer the active (and names its
       // successor), so none vouches for it to the successor as if it still were: see
       // Membership.steppedDown.
-      if (this.#node.role === "standby") this.#links.sendHeartbeat(this.#roles.handingOff);
+      if (this.#node.role === "standby") this.#links.sendHeartbeat(this.#roles.handingOff, this.#synced);
       this.#links.closeAll();
       this.#reports.flush();
       // A snapshot still being loaded is of no use to a node that leaves: no more turns spent on it.
@@ -223,10 +223,15 @@ export class Cluster {
     this.#events.stalled(Math.round(gapMs), this.#node.role);
   }
 
+  /** This standby's table is a whole copy of an active's (said in its heartbeats). */
+  get #synced(): boolean {
+    return this.#standby.syncedSince !== undefined;
+  }
+
   #tick(): void {
     this.guardGrants();
     this.#stall.ticked(this.#node.clock.now());
-    this.#links.sendHeartbeat(this.#roles.handingOff);
+    this.#links.sendHeartbeat(this.#roles.handingOff, this.#synced);
     for (const peer of this.#membership.livenessChanges())
       this.#events.peerLiveness(peer.address, this.#membership.isLive(peer), peer.role);
     if (this.#node.role === "standby" && !this.#roles.busy) {

@@ -74,7 +74,7 @@ export class IncomingPeers implements PeerSessionHandler {
         this.#heard(session.peer, frame.role, frame.epoch, undefined, frame.highest);
         return;
       case "B":
-        this.#heard(session.peer, frame.role, frame.epoch, frame.active, frame.highest);
+        this.#heard(session.peer, frame.role, frame.epoch, frame.active, frame.highest, frame.synced);
         return;
     }
     // An epoch is learned from whoever tells it, followed or not, standby or active: a rival active
@@ -102,8 +102,15 @@ export class IncomingPeers implements PeerSessionHandler {
     session.acknowledgeNow(seq);
   }
 
-  #heard(address: string, role: NodeRole, epoch: bigint, active: string | undefined, highest: bigint): void {
-    const heard = this.#deps.membership.heard(address, role, epoch, active);
+  #heard(
+    address: string,
+    role: NodeRole,
+    epoch: bigint,
+    active: string | undefined,
+    highest: bigint,
+    synced?: boolean,
+  ): void {
+    const heard = this.#deps.membership.heard(address, role, epoch, active, synced);
     if (!heard) return;
     // A frame's epoch is never above its highest (PeerSession checks it): the highest covers both.
     this.#deps.roles.learn(address, highest);

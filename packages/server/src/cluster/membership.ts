@@ -28,6 +28,11 @@ export interface PeerState {
   active: string | undefined;
   /** When this peer handed the active role to this node (`steppedDown`), if it did. */
   steppedDownAt: number | undefined;
+  /**
+   * Its latest heartbeat said its table is (true) or is not (false) a whole copy of an active's;
+   * undefined: not said (lockd 0.1.0), or not heard yet.
+   */
+  synced: boolean | undefined;
 }
 
 /** This node's own state, as `decide` needs it. */
@@ -38,6 +43,11 @@ export interface SelfState {
   readonly highestKnown: bigint;
   /** True while a handoff or promotion is under way: decide nothing new. */
   readonly busy: boolean;
+  /**
+   * A standby: since when its table has been a whole copy of an active's (Standby.syncedSince);
+   * undefined when it is not. Omitted: treated as synced long ago (a caller without the notion).
+   */
+  readonly syncedSince?: number | undefined;
 }
 
 export type Decision =
@@ -87,6 +97,7 @@ export class Membership {
       epoch: 0n,
       active: undefined,
       steppedDownAt: undefined,
+      synced: undefined,
     }));
   }
 
@@ -132,6 +143,7 @@ export class Membership {
     role: NodeRole,
     epoch: bigint,
     active: string | undefined,
+    synced?: boolean,
   ): HeardTransition | undefined {
     const peer = this.peerByAddress(address);
     if (peer === undefined || peer.index === this.self) return undefined;
@@ -140,6 +152,7 @@ export class Membership {
     peer.role = role;
     peer.epoch = epoch;
     peer.active = active;
+    peer.synced = synced;
     return { peer, previousRole };
   }
 
@@ -294,9 +307,32 @@ export class Membership {
     }
     // A standby waits one timeout after start (or a stall) to hear from the others before it may promote.
     if (this.#clock.now() < this.#listenUntil) return { action: "none" };
-    if (higher.length > 0) return { action: "none" };
+    if (higher.some((peer) => this.#blocksPromotion(peer, me))) return { action: "none" };
     if (others.some((peer) => peer.role === "active")) return { action: "none" };
     if (vouchedHigher !== undefined) return { action: "none" };
+    if (!this.#syncedForAll(me) && others.some((peer) => peer.role === "standby" && peer.synced === true))
+      return { action: "none" };
     return { action: "promote" };
+  }
+
+  /**
+   * Whether live higher-priority `peer` keeps this standby from promoting: it does, unless this
+   * standby is synced and `peer` says it is a standby that is not (just restarted, or loading a
+   * snapshot). Promoting with no copy of the table would lose every holder that this standby has.
+   */
+  #blocksPromotion(peer: PeerState, me: SelfState): boolean {
+    const meSynced = !("syncedSince" in me) || me.syncedSince !== undefined;
+    return !(meSynced && peer.role === "standby" && peer.synced === false);
+  }
+
+  /**
+   * This standby is synced, and has been for a peer timeout: every live peer has heard it say so.
+   * Until then a synced standby of lower priority may still count it as not synced and promote
+   * itself, so this one waits for that (a split that the priority rule would then end by a demotion
+   * that drops that node's grants); a lone unsynced node defers to a synced one only while one lives.
+   */
+  #syncedForAll(me: SelfState): boolean {
+    if (!("syncedSince" in me)) return true;
+    return me.syncedSince !== undefined && this.#clock.now() - me.syncedSince >= this.timing.peerTimeoutMs;
   }
 }

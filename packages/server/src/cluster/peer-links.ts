@@ -2,6 +2,7 @@ import { encodePeer } from "@lock/protocol";
 import type { LockNode } from "../node.js";
 import type { ClusterLink, LinkFactory } from "./link.js";
 import type { Membership, PeerState } from "./membership.js";
+import { SYNCED_FLAG_PEER_PROTOCOL } from "./peer/peer-version.js";
 import type { PeerReports } from "./peer-reports.js";
 import type { Replicator } from "./replicator.js";
 
@@ -71,8 +72,10 @@ export class PeerLinks {
    * after its start or a stall names none: what it read first may have waited in its sockets while
    * it was stopped, from an active that died meanwhile, and a peer that cannot hear that active
    * itself (a one-way cut) would step down for it (found by the simulator, seed 8931).
+   * `synced`: this standby's table is a whole copy of an active's (Standby.syncedSince), said to
+   * peers of protocol 2 and later (lockd 0.1.0 refuses the field).
    */
-  sendHeartbeat(handingOff: boolean): void {
+  sendHeartbeat(handingOff: boolean, synced: boolean): void {
     const { node, membership } = this.#deps;
     const heardActive =
       node.role === "active"
@@ -80,15 +83,20 @@ export class PeerLinks {
         : membership.listening
           ? undefined
           : membership.liveActive()?.address;
-    const line = encodePeer({
+    const frame = {
       peer: "B",
       node: membership.selfAddress,
       role: handingOff ? "standby" : node.role,
       epoch: node.epoch,
       ...(heardActive ? { active: heardActive } : {}),
       highest: node.highestEpoch,
-    });
-    for (const link of this.byIndex.values()) link.send(line);
+    } as const;
+    const line = encodePeer({ ...frame, synced: node.role === "standby" && synced });
+    const withoutFlag = encodePeer(frame);
+    for (const link of this.byIndex.values()) {
+      const saysSynced = link.peerProtocol === undefined || link.peerProtocol >= SYNCED_FLAG_PEER_PROTOCOL;
+      link.send(saysSynced ? line : withoutFlag);
+    }
   }
 
   /** Sends what is batched, then stops redialling and closes every link. */

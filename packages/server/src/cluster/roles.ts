@@ -113,7 +113,13 @@ export class RoleChanges {
   decide(synced: (peer: PeerState) => boolean, stallConfirmed: () => boolean): RoleEffect | undefined {
     const node = this.#deps.node;
     const decision = this.#deps.membership.decide(
-      { role: node.role, epoch: node.epoch, highestKnown: node.highestEpoch, busy: this.#busy },
+      {
+        role: node.role,
+        epoch: node.epoch,
+        highestKnown: node.highestEpoch,
+        busy: this.#busy,
+        syncedSince: this.#deps.standby.syncedSince,
+      },
       synced,
     );
     if (decision.action !== "promote") this.#refusedSince = undefined;

@@ -44,6 +44,8 @@ export class Standby {
   #mismatchSince: number | undefined;
   /** Loaded an active's snapshot since start: its heartbeats carried everything it knew. */
   #syncedFromActive = false;
+  /** Since when the table has been a whole copy of an active's (`syncedSince`); undefined: it is not. */
+  #syncedSince: number | undefined;
   /** The snapshot being loaded: the link it came on, and how far that link's stream is to be acknowledged. */
   #loading: { readonly session: PeerSession; seq: number } | undefined;
   /** Called once no snapshot is being loaded any more (`afterLoad`). */
@@ -79,6 +81,17 @@ export class Standby {
     return this.#syncedFromActive;
   }
 
+  /**
+   * Since when this standby's table has been a whole copy of an active's: it loaded that active's
+   * snapshot and follows its stream (the copy stays whole when that active dies, and while a new
+   * snapshot is still arriving, until its load starts replacing the table). Undefined when it is
+   * not: before its first snapshot (a restarted node has an empty table), during a load, and on an
+   * active. Heartbeats say it (`!B … synced`): a synced standby promotes over one that is not.
+   */
+  get syncedSince(): number | undefined {
+    return this.#syncedSince;
+  }
+
   /** A peer's link to this node joined (`!J`): the session a resync would drop. */
   joined(session: PeerSession): void {
     this.#sessions.set(session.peer, session);
@@ -87,6 +100,7 @@ export class Standby {
   /** This node became the active (or stops): it follows no one, and a load under way stops where it is. */
   detach(): void {
     this.#replica.detach();
+    this.#syncedSince = undefined;
     this.#loadEnded();
   }
 
@@ -136,8 +150,10 @@ export class Standby {
     this.#deps.follow(session.peer);
     const loading = { session, seq: snapshot.seq };
     this.#loading = loading;
+    this.#syncedSince = undefined;
     this.#replica.load(session.peer, snapshot, () => {
       this.#syncedFromActive = true;
+      this.#syncedSince = this.#deps.now();
       // From a timer, not a read: sent now (the link may have closed meanwhile: then nothing is).
       session.acknowledgeNow(loading.seq);
       this.#loadEnded();

@@ -142,3 +142,31 @@ export interface EngineCounters {
   timeouts: number;
   cancels: number;
 }
+
+/** How a holder holds its key, as `EngineMeter` is told. */
+export type HolderKind = "exclusive" | "shared" | "permit";
+
+/**
+ * Sees every holder and queued acquire come and go, for contention metrics (lockd's key families):
+ * called synchronously inside an engine step, after the change, so it must be cheap, must not throw
+ * and must not call back into the engine. Counts kept from `held`/`freed` and `queued`/`unqueued`
+ * always match the engine's tables; `cleared` says both went to zero at once.
+ */
+export interface EngineMeter {
+  /**
+   * `key` gained a holder. `waitedMs`: how long it was queued (0: granted on arrival); undefined
+   * for a holder this engine did not grant (a replicated one, installed on a standby).
+   */
+  held(key: string, kind: HolderKind, waitedMs: number | undefined): void;
+  /**
+   * A holder of `key` left (released, expired, replaced or dropped by replication). `heldMs`: since
+   * its grant; undefined if this engine did not grant it (see `held`).
+   */
+  freed(key: string, kind: HolderKind, heldMs: number | undefined): void;
+  /** An acquire of `key` joined its queue. */
+  queued(key: string): void;
+  /** A queued acquire of `key` left its queue (granted, timed out, cancelled or dropped). */
+  unqueued(key: string): void;
+  /** Every holder and waiter was forgotten at once (`clear()`). */
+  cleared(): void;
+}

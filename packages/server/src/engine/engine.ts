@@ -8,8 +8,10 @@ import {
   type EngineEvents,
   type EngineJournal,
   type EngineLimits,
+  type EngineMeter,
   type GrantedOutcome,
   type HeldKey,
+  type HolderKind,
   type ListHeldInput,
   type Ownership,
   type Rejected,
@@ -27,7 +29,16 @@ import {
   permits,
   SHARED,
 } from "./lock-mode.js";
-import { type HeldRecord, Holder, KeyState, NO_TOKEN, Session, slotOf, Waiter } from "./records.js";
+import {
+  type HeldRecord,
+  Holder,
+  KeyState,
+  NO_TOKEN,
+  NOT_GRANTED_HERE,
+  Session,
+  slotOf,
+  Waiter,
+} from "./records.js";
 import type { SemaphoreRules } from "./semaphore-rules.js";
 import type { TokenIssuer } from "./token-issuer.js";
 
@@ -38,7 +49,9 @@ export type {
   EngineEvents,
   EngineJournal,
   EngineLimits,
+  EngineMeter,
   HeldKey,
+  HolderKind,
   ListHeldInput,
   Ownership,
   TryAcquireOutcome,
@@ -65,6 +78,8 @@ export class LockEngine<P> {
   readonly #tokens: TokenIssuer;
   readonly #events: EngineEvents<P>;
   readonly #journal: EngineJournal | undefined;
+  /** Contention metrics (lockd's key families); undefined costs one branch per change. */
+  readonly #meter: EngineMeter | undefined;
   readonly #limits: EngineLimits;
   /** Which holds may share a key (lock-mode.ts); the simulator's negative control swaps in a wrong one. */
   readonly #holdRule: HoldRule;
@@ -108,6 +123,7 @@ export class LockEngine<P> {
     tokens: TokenIssuer;
     events: EngineEvents<P>;
     journal?: EngineJournal;
+    meter?: EngineMeter;
     limits?: Partial<EngineLimits>;
     semaphores?: SemaphoreRules;
     /** @internal Only for the simulator's negative control (a rule with a bug on purpose). */
@@ -119,6 +135,7 @@ export class LockEngine<P> {
     this.#tokens = options.tokens;
     this.#events = options.events;
     this.#journal = options.journal;
+    this.#meter = options.meter;
     this.#limits = { ...DEFAULT_ENGINE_LIMITS, ...options.limits };
   }
 
@@ -200,6 +217,7 @@ export class LockEngine<P> {
     state.enqueue(waiter);
     session.add(waiter);
     this.#waiters += 1;
+    this.#meter?.queued(input.key);
     if (input.waitMs > 0) this.#heap.schedule(waiter, now + input.waitMs);
     return { status: "queued", displaced: undefined };
   }
@@ -358,7 +376,7 @@ export class LockEngine<P> {
       this.#listing.added(key);
     }
     const held = this.#replaceForInstall(state, token, mode, slot);
-    const record = held ?? this.#hold(state, mode, token, id, undefined, slot);
+    const record = held ?? this.#hold(state, mode, token, id, undefined, slot, undefined);
     record.holderId = id;
     const deadline = this.#clock.now() + leaseMs;
     if (this.#deferDeadlines) record.deadline = deadline;
@@ -494,6 +512,7 @@ export class LockEngine<P> {
         }
       }
     this.#keys.clear();
+    this.#meter?.cleared();
     this.#holders = 0;
     this.#maxToken = 0n;
     this.#listing.cleared();
@@ -696,9 +715,15 @@ export class LockEngine<P> {
     this.#keys.add(key, state);
     this.#listing.added(key);
     this.#holders += 1;
-    this.#heap.schedule(state, this.#clock.now() + leaseMs);
+    const now = this.#clock.now();
+    this.#heap.schedule(state, now + leaseMs);
     this.counters.grants += 1;
     this.#journal?.grant(key, token, leaseMs, id, state.deadline);
+    if (this.#meter !== undefined) {
+      // The hot path: the key and kind are known, no lookups.
+      state.grantedAt = now;
+      this.#meter.held(key, "exclusive", 0);
+    }
     this.#holderChanged?.(key);
     return { status: "granted", token, replayed: false, slot: undefined };
   }
@@ -722,7 +747,7 @@ export class LockEngine<P> {
     id: string | undefined,
     session: Session<P> | undefined,
   ): GrantedOutcome {
-    const held = this.#hold(state, mode, this.#nextToken(), id, session, -1);
+    const held = this.#hold(state, mode, this.#nextToken(), id, session, -1, 0);
     this.#heap.schedule(held, this.#clock.now() + leaseMs);
     this.counters.grants += 1;
     this.#journalGrant(state, held, leaseMs);
@@ -747,8 +772,8 @@ export class LockEngine<P> {
   /**
    * Records `token` as a holder of `state` in `mode`: the key's own record for an exclusive
    * holder, else a `Holder` in its set, on `slot` (-1: the lowest free one) for a permit.
+   * `waitedMs`: the grant's queueing time for the meter; undefined for a replicated holder.
    */
-
   #hold(
     state: KeyState<P>,
     mode: LockMode,
@@ -756,20 +781,23 @@ export class LockEngine<P> {
     id: string | undefined,
     session: Session<P> | undefined,
     slot: number,
+    waitedMs: number | undefined,
   ): HeldRecord<P> {
     this.#holders += 1;
     if (token > this.#maxToken) this.#maxToken = token;
     if (session !== undefined) session.heldCount += 1;
+    let held: HeldRecord<P> = state;
     if (mode.kind === "exclusive") {
       state.token = token;
       state.holderId = id;
       state.holderSession = session;
-      return state;
+    } else {
+      const holders = state.holders ?? state.startHolderSet(mode.kind, limitOf(mode));
+      held = new Holder<P>(state, token, id, session, slot >= 0 ? slot : holders.freeSlot());
+      holders.add(held);
     }
-    const holders = state.holders ?? state.startHolderSet(mode.kind, limitOf(mode));
-    const holder = new Holder<P>(state, token, id, session, slot >= 0 ? slot : holders.freeSlot());
-    holders.add(holder);
-    return holder;
+    if (this.#meter !== undefined) this.#metered(held, this.#clock.now(), waitedMs);
+    return held;
   }
 
   #journalGrant(state: KeyState<P>, held: HeldRecord<P>, leaseMs: number): void {
@@ -813,6 +841,11 @@ export class LockEngine<P> {
   /** The exclusive holder of `state` leaves: the key is forgotten, handed to the next, or shared. */
   #freeExclusive(state: KeyState<P>): void {
     const next = state.head;
+    if (this.#meter !== undefined) {
+      const grantedAt = state.grantedAt;
+      const heldMs = grantedAt === NOT_GRANTED_HERE ? undefined : this.#clock.now() - grantedAt;
+      this.#meter.freed(state.key, "exclusive", heldMs);
+    }
     if (next === undefined) {
       leaveSession(state.holderSession);
       this.#heap.remove(state);
@@ -828,7 +861,7 @@ export class LockEngine<P> {
       this.#handTo(state, next);
       return;
     }
-    this.#unhold(state);
+    this.#unhold(state, false);
     this.#grantWaiting(state);
   }
 
@@ -845,7 +878,15 @@ export class LockEngine<P> {
     for (let head = state.head; head !== undefined; head = state.head) {
       if (!this.#holdRule(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
       this.#dropWaiter(head);
-      const held = this.#hold(state, head.mode, this.#nextToken(), head.id, head.session, -1);
+      const held = this.#hold(
+        state,
+        head.mode,
+        this.#nextToken(),
+        head.id,
+        head.session,
+        -1,
+        now - head.queuedAt,
+      );
       this.#scheduleGrant(state, held, head, now);
       if (first === undefined) {
         first = head;
@@ -879,6 +920,7 @@ export class LockEngine<P> {
     state.holderId = next.id;
     state.holderSession = next.session;
     next.session.heldCount += 1;
+    if (this.#meter !== undefined) this.#metered(state, now, now - next.queuedAt);
     this.#scheduleGrant(state, state, next, now);
     this.#events.granted(next.payload, state.key, token, next.id, now - next.queuedAt, undefined);
   }
@@ -890,8 +932,12 @@ export class LockEngine<P> {
     this.#journalGrant(state, held, waiter.leaseMs);
   }
 
-  /** Takes a holder off its key (the key stays, maybe with no holder). */
-  #unhold(held: HeldRecord<P>): void {
+  /**
+   * Takes a holder off its key (the key stays, maybe with no holder). `meter`: false when the
+   * caller told the meter already.
+   */
+  #unhold(held: HeldRecord<P>, meter = true): void {
+    if (meter && this.#meter !== undefined) this.#meterFreed(held);
     this.#heap.remove(held);
     this.#holders -= 1;
     leaveSession(held.holderSession);
@@ -904,6 +950,19 @@ export class LockEngine<P> {
     held.token = NO_TOKEN;
     held.holderId = undefined;
     held.holderSession = undefined;
+  }
+
+  /** Tells the meter of a new holder, and notes when it was granted (undefined wait: replicated). */
+  #metered(held: HeldRecord<P>, now: number, waitedMs: number | undefined): void {
+    held.grantedAt = waitedMs === undefined ? NOT_GRANTED_HERE : now;
+    this.#meter!.held(keyOf(held), kindOf(held), waitedMs);
+  }
+
+  /** Tells the meter a holder leaves (before the record changes: its kind is read from it). */
+  #meterFreed(held: HeldRecord<P>): void {
+    const grantedAt = held.grantedAt;
+    const heldMs = grantedAt === NOT_GRANTED_HERE ? undefined : this.#clock.now() - grantedAt;
+    this.#meter!.freed(keyOf(held), kindOf(held), heldMs);
   }
 
   #dropExclusive(state: KeyState<P>): void {
@@ -948,6 +1007,7 @@ export class LockEngine<P> {
   }
 
   #dropWaiter(waiter: Waiter<P>): void {
+    this.#meter?.unqueued(waiter.state.key);
     waiter.state.unlink(waiter);
     if (waiter.state.waiterCount === 0) this.#contended.delete(waiter.state);
     waiter.session.remove(waiter);
@@ -978,6 +1038,10 @@ export interface KeyHolder {
 /** A grant held by `session` (if any) ended or moved to another session. */
 function leaveSession<P>(session: Session<P> | undefined): void {
   if (session !== undefined) session.heldCount -= 1;
+}
+
+function kindOf<P>(held: HeldRecord<P>): HolderKind {
+  return held instanceof Holder ? held.state.holders!.kind : "exclusive";
 }
 
 function keyOf<P>(held: HeldRecord<P>): string {

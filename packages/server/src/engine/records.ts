@@ -11,6 +11,12 @@ import type { HoldingKind, LockMode } from "./lock-mode.js";
 const LEASE_ORDER = 0;
 const WAIT_ORDER = 1;
 
+/**
+ * `grantedAt` of a holder this engine did not grant (replicated), or of any holder while no meter
+ * is set: a small integer, so that records stay free of a boxed number unless metered.
+ */
+export const NOT_GRANTED_HERE = -1;
+
 /** `KeyState.token` while the key has no exclusive holder (its holders are in a `HolderSet`). */
 export const NO_TOKEN = 0n;
 
@@ -26,6 +32,8 @@ export class KeyState<P> implements DeadlineEntry {
   heapIndex = -1;
   /** Allocated only while someone waits or the key has shared holders or permits (see KeyExtra). */
   more: KeyExtra<P> | undefined = undefined;
+  /** The exclusive holder's grant time, for hold-time metrics (set only with an EngineMeter). */
+  grantedAt = NOT_GRANTED_HERE;
 
   /**
    * `holderSession`: the connection that was granted the key, which may release and extend it
@@ -150,6 +158,8 @@ class KeyExtra<P> {
 export class Holder<P> implements DeadlineEntry {
   deadline = 0;
   heapIndex = -1;
+  /** As `KeyState.grantedAt`. */
+  grantedAt = NOT_GRANTED_HERE;
 
   constructor(
     readonly state: KeyState<P>,

@@ -25,6 +25,9 @@ export function peerVersionProblem(
   return `the peer speaks peer protocol ${spoken}${version === undefined ? " (no version: lockd 0.1.0)" : ""}, older than this node's window (${oldest} to ${PEER_PROTOCOL_VERSION}): upgrade it one release at a time`;
 }
 
+/** The first peer protocol whose heartbeats say whether a standby is synced (`!B … <synced>`). */
+export const SYNCED_FLAG_PEER_PROTOCOL = 2;
+
 /** The first peer protocol with shared holders and permits (`!q`, `!Q`). */
 export const LOCK_MODES_PEER_PROTOCOL = 2;
 
