@@ -185,6 +185,18 @@ export const FLAGS = {
     limit: "maxKeysPerConnection",
     count: { min: 1 },
   },
+  "max-connection-watches": {
+    env: "LOCKD_MAX_CONNECTION_WATCHES",
+    help: "keys one connection watches (O)",
+    limit: "maxWatchesPerConnection",
+    count: { min: 1 },
+  },
+  "max-watches": {
+    env: "LOCKD_MAX_WATCHES",
+    help: "watches of all connections together (O)",
+    limit: "maxWatches",
+    count: { min: 1 },
+  },
   "max-unsent-bytes": {
     env: "LOCKD_MAX_UNSENT_BYTES",
     help: "reply bytes a client may leave unread before its connection is closed; reading it stops past 1 MiB",

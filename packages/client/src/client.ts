@@ -6,6 +6,7 @@ import { type ClientEventListener, type ClientEventName, Emitter } from "./event
 import { RequestIds } from "./ids.js";
 import { LinkedSet } from "./linked-set.js";
 import { Lock, type LockBackend } from "./lock.js";
+import { type HolderState, KeyObserver, type ObserveContext, type ObserveOptions } from "./observe.js";
 import {
   checkDuration,
   checkFlag,
@@ -97,6 +98,9 @@ export class LockClient implements AsyncDisposable {
   readonly #acquireContext: AcquireContext<Lock>;
   readonly #retryPolicy: RetryPolicy;
   #closing: Promise<void> | undefined;
+  /** Iterators `observe()` handed out that have not ended. */
+  readonly #observers = new Set<KeyObserver>();
+  readonly #observeContext: ObserveContext;
   #closed = false;
 
   constructor(options: LockClientOptions) {
@@ -132,6 +136,18 @@ export class LockClient implements AsyncDisposable {
       retried: (spec, attempt, error) => {
         this.#events.emit("retry", { key: spec.key, id: spec.id, attempt, error });
       },
+    };
+    this.#observeContext = {
+      timers: this.#timers,
+      retryIntervalMs: this.#options.retryIntervalMs,
+      subscribe: (key, done) =>
+        this.#retrying(
+          { op: "O", key },
+          undefined,
+          (retrying, error) => done(retrying.reply, retrying.ticket?.connection, error),
+          false,
+        ),
+      ended: (observer) => this.#observers.delete(observer),
     };
   }
 
@@ -185,6 +201,22 @@ export class LockClient implements AsyncDisposable {
       key,
       options,
     );
+  }
+
+  /**
+   * Who holds `key`, now and at every change: an async iterator of holder states
+   * (`{ key, held, token, mode, holders }`; the token is a leadership term when the key elects a
+   * leader). The first state is the current one; after a reconnect, failover or handoff the key is
+   * watched again on the new active and its state yielded if it changed. Ends when `signal` aborts,
+   * on `break`, or when the client closes; throws the server's refusal (`TOO_MANY_WATCHES`…).
+   * Throws InvalidArgumentError at once for a bad key.
+   */
+  observe(key: string, options: ObserveOptions = {}): AsyncIterableIterator<HolderState> {
+    checkKey(key, this.#options.maxKeyBytes);
+    const observer = new KeyObserver(key, this.#observeContext, options.signal);
+    if (this.#closing !== undefined) observer.end();
+    else this.#observers.add(observer);
+    return observer;
   }
 
   /**
@@ -322,7 +354,12 @@ export class LockClient implements AsyncDisposable {
    * Sends an idempotent request with retries, tracked so that close() ends it; and waits for it,
    * unless it is an extension (`owedAtClose` false).
    */
-  #retrying(request: Request, untilMs: number | undefined, done: RetryCallback, owedAtClose = true): void {
+  #retrying(
+    request: Request,
+    untilMs: number | undefined,
+    done: RetryCallback,
+    owedAtClose = true,
+  ): RetryingRequest {
     const retrying = new RetryingRequest(
       this.#router,
       this.#timers,
@@ -335,6 +372,7 @@ export class LockClient implements AsyncDisposable {
     // After close there is no connection and no timer left to retry with.
     if (this.#closed) retrying.abandon(new ClientClosedError());
     else if (!retrying.over) (owedAtClose ? this.#background : this.#extensions).add(retrying);
+    return retrying;
   }
 
   readonly #retryOver: RetryCallback = (retrying) => {
@@ -409,6 +447,7 @@ export class LockClient implements AsyncDisposable {
 
   async #shutDown(): Promise<void> {
     for (const leadership of [...this.#leaderships]) leadership.clientClosing();
+    for (const observer of [...this.#observers]) observer.end();
     for (const op of this.#pending.toArray()) op.giveUp(new ClientClosedError());
     for (const lock of this.#held.toArray()) lock.release().catch(() => {});
     const deadline = this.#timers.clock.now() + this.#options.releaseRetryMs;

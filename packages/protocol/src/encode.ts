@@ -9,6 +9,7 @@ import { ERROR_CODES, type Reply, type Request } from "./messages.js";
 import type { NodeRole, PeerFrame, SharedHold } from "./peer.js";
 import { isValidClusterName } from "./slot-map.js";
 import { formatToken, isValidEpoch, MAX_EPOCH } from "./token.js";
+import { encodeKeyState } from "./watch.js";
 
 /** The id field of a request or reply that must carry one. */
 function requiredId(id: string | undefined): string {
@@ -53,6 +54,9 @@ export function encodeRequest(request: Request, limits: ProtocolLimits = DEFAULT
       return "I\n";
     case "K":
       return "K\n";
+    case "O":
+    case "U":
+      return `${request.op} ${keyText(request.key, limits)}\n`;
   }
   return unknownKind("request op", request);
 }
@@ -76,6 +80,10 @@ export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMIT
       return `X ${keyText(reply.key, limits)} ${reply.extended ? "1" : "0"}\n`;
     case "C":
       return `C ${keyText(reply.key, limits)} ${reply.cancelled ? "1" : "0"}\n`;
+    case "U":
+      return `U ${keyText(reply.key, limits)} ${reply.watched ? "1" : "0"}\n`;
+    case "O":
+      return encodeKeyState(reply, limits);
     case "P":
       return `P${nonceSuffix(reply.nonce)}\n`;
     case "H":

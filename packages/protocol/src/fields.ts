@@ -69,6 +69,8 @@ const REQUEST_OPS: ReadonlySet<string> = new Set<RequestOp>([
   "H",
   "I",
   "K",
+  "O",
+  "U",
 ]);
 
 export function isRequestOp(verb: string): verb is RequestOp {

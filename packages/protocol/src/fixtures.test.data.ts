@@ -7,6 +7,7 @@ import { DEFAULT_LIMITS } from "./limits.js";
 import type { ErrorCode, Reply, Request, RequestOp } from "./messages.js";
 import type { PeerFrame } from "./peer.js";
 import { utf8 } from "./testing.test.data.js";
+import { BAD_WATCH_REPLIES, BAD_WATCH_REQUESTS, WATCH_REPLIES, WATCH_REQUESTS } from "./watch.test.data.js";
 
 export interface Fixture<T> {
   readonly line: string;
@@ -41,6 +42,7 @@ export const HEX_A = "0123456789abcdef".repeat(4);
 export const HEX_B = "f".repeat(64);
 
 export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
+  ...WATCH_REQUESTS,
   { line: "A jobs:nightly 30 0", value: { op: "A", key: "jobs:nightly", leaseMs: 30_000, waitMs: 0 } },
   {
     line: "A orders:42 30 0 job-1",
@@ -250,6 +252,7 @@ const INFO_LINE =
   "I version=0.1.0 role=active node=127.0.0.1:7420 active=127.0.0.1:7420 epoch=1 keys=0 waiters=0 connections=1 uptime_ms=5210";
 
 export const REPLY_FIXTURES: readonly Fixture<Reply>[] = [
+  ...WATCH_REPLIES,
   {
     line: "A jobs:nightly 1099511627777",
     value: { kind: "A", key: "jobs:nightly", token: 1_099_511_627_777n },
@@ -349,6 +352,7 @@ export const BAD_FRAMING: readonly BadLine[] = [
 ];
 
 export const BAD_REQUESTS: readonly BadLine[] = [
+  ...BAD_WATCH_REQUESTS,
   ...BAD_FRAMING,
   { line: "R k +5", code: "BAD_TOKEN", op: "R", key: "k" },
   { line: "R k -5", code: "BAD_TOKEN", op: "R", key: "k" },
@@ -461,6 +465,7 @@ export const BAD_REQUESTS: readonly BadLine[] = [
 ];
 
 export const BAD_REPLIES: readonly BadLine[] = [
+  ...BAD_WATCH_REPLIES,
   ...BAD_FRAMING,
   { line: "A k 1099511627777 bad!", code: "BAD_ID", op: "A", key: "k" },
   { line: "A k -1 job", code: "BAD_TOKEN", op: "A", key: "k", id: "job" },

@@ -123,3 +123,5 @@ export {
   tokenEpoch,
   tokenSequence,
 } from "./token.js";
+export { MAX_STATE_HOLDERS } from "./watch.js";
+export type { KeyStateReply, UnwatchedReply, UnwatchRequest, WatchRequest } from "./watch-messages.js";

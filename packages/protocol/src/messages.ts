@@ -6,9 +6,10 @@
 
 import type { LockMode } from "./lock-mode.js";
 import type { SlotMap } from "./slot-map.js";
+import type { KeyStateReply, UnwatchedReply, UnwatchRequest, WatchRequest } from "./watch-messages.js";
 
 /** Client-to-server request verbs (one ASCII letter each). */
-export type RequestOp = "A" | "Y" | "Q" | "W" | "R" | "X" | "C" | "P" | "H" | "I" | "K";
+export type RequestOp = "A" | "Y" | "Q" | "W" | "R" | "X" | "C" | "P" | "H" | "I" | "K" | "O" | "U";
 
 /** Acquire: wait for the key. `waitMs` 0 waits forever. `id` makes a retry find its own grant. */
 export interface AcquireRequest {
@@ -113,7 +114,9 @@ export type Request =
   | CancelRequest
   | PingRequest
   | HelloRequest
-  | InfoRequest;
+  | InfoRequest
+  | WatchRequest
+  | UnwatchRequest;
 
 /** Server-to-client reply kinds. */
 export type ReplyKind =
@@ -132,7 +135,9 @@ export type ReplyKind =
   | "K"
   | "M"
   | "S"
-  | "E";
+  | "E"
+  | "O"
+  | "U";
 
 /** `A`: the acquire was granted with this fencing token. */
 export interface GrantedReply {
@@ -268,7 +273,9 @@ export type Reply =
   | RedirectReply
   | KeyspaceReply
   | SlotRedirectReply
-  | ErrorReply;
+  | ErrorReply
+  | KeyStateReply
+  | UnwatchedReply;
 
 /**
  * Stable error codes carried by `E` replies. Codec codes are produced by the decoder; server
@@ -304,6 +311,8 @@ export const ERROR_CODES = {
   TOO_MANY_KEYS: "the server is at its limit of keys held or queued for",
   TOO_MANY_CONNECTION_KEYS:
     "this connection holds or has queued acquires for as many keys as the server allows one connection",
+  TOO_MANY_WATCHES: "the server watches as many keys for its connections as it allows in total",
+  TOO_MANY_CONNECTION_WATCHES: "this connection watches as many keys as the server allows one connection",
   NOT_OWNER:
     "the token holds the key, but the request neither came on the connection that was granted it nor carried the acquire's request id; nothing changed",
   IDLE_TIMEOUT: "the connection was idle too long; it is closed",

@@ -23,6 +23,7 @@ import {
 } from "./messages.js";
 import { isValidClusterName, SlotMap, SlotMapError } from "./slot-map.js";
 import { parseToken } from "./token.js";
+import { parseKeyState } from "./watch.js";
 
 /**
  * Parses one reply line (without its `\n`) into a reply or a DecodeError. Never throws. A
@@ -64,6 +65,10 @@ export function parseReplyFields(line: string, limits: ProtocolLimits = DEFAULT_
       return parseSlotRedirect(reader(line, "?", 8, limits));
     case "E":
       return parseError(reader(line, "?", 6, limits));
+    case "O":
+      return parseKeyState(reader(line, "O", 6, limits));
+    case "U":
+      return parseOutcome(reader(line, "U", 4, limits), "U");
   }
   return unknownVerb(verb);
 }
@@ -101,13 +106,14 @@ function isFlag(text: string): boolean {
   return text === "0" || text === "1";
 }
 
-function parseOutcome(r: FieldReader, kind: "R" | "X" | "C"): Reply | DecodeError {
+function parseOutcome(r: FieldReader, kind: "R" | "X" | "C" | "U"): Reply | DecodeError {
   const wrongCount = r.expect(3, 3, `${kind} <key> 0|1`, 1);
   if (wrongCount) return wrongCount;
   const key = r.key(1);
   const done = r.argument(2, isFlag, "the outcome (0 or 1)") === "1";
   if (kind === "R") return r.result<Reply>({ kind, key, released: done });
   if (kind === "X") return r.result<Reply>({ kind, key, extended: done });
+  if (kind === "U") return r.result<Reply>({ kind, key, watched: done });
   return r.result<Reply>({ kind, key, cancelled: done });
 }
 

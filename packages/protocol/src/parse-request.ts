@@ -18,6 +18,7 @@ import type {
 } from "./messages.js";
 import { parsePeerLine } from "./parse-peer.js";
 import type { PeerFrame } from "./peer.js";
+import { parseWatch } from "./watch.js";
 
 /**
  * Parses one request line (without its `\n`; the framing strips a trailing `\r`) into a request,
@@ -60,6 +61,9 @@ export function parseRequestFields(
       return reader(line, "I", 2, limits).expect(1, 1, "I") ?? { op: "I" };
     case "K":
       return reader(line, "K", 2, limits).expect(1, 1, "K") ?? { op: "K" };
+    case "O":
+    case "U":
+      return parseWatch(reader(line, verb, 3, limits), verb);
   }
   if (verb.charCodeAt(0) === 0x21) {
     const frame = verb.length === 2 ? parsePeerLine(line, verb, limits) : unknownVerb(verb);

@@ -59,6 +59,10 @@ export interface ServerLimits {
   readonly maxRequestsPerTurn: number;
   /** Keys one connection holds or has queued acquires for (`TOO_MANY_CONNECTION_KEYS`). */
   readonly maxKeysPerConnection: number;
+  /** Keys one connection watches (`O`; `TOO_MANY_CONNECTION_WATCHES`). */
+  readonly maxWatchesPerConnection: number;
+  /** Watches of all connections together (`TOO_MANY_WATCHES`): bounds the watch registry's memory. */
+  readonly maxWatches: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -81,6 +85,8 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   writeTimeoutMs: 30_000,
   maxRequestsPerTurn: 1024,
   maxKeysPerConnection: 100_000,
+  maxWatchesPerConnection: 1024,
+  maxWatches: 100_000,
 });
 
 /**

@@ -15,6 +15,7 @@ import {
   type SnapshotHolder,
   type TryAcquireOutcome,
 } from "./engine/engine.js";
+import type { HolderSummary } from "./engine/holder-summary.js";
 import type { HoldRule, LockMode } from "./engine/lock-mode.js";
 import type { Session } from "./engine/records.js";
 import { type SemaphoreRule, SemaphoreRules } from "./engine/semaphore-rules.js";
@@ -26,6 +27,7 @@ import type { ServerLimits } from "./limits.js";
 import { NO_OBSERVER, type ServerObserver } from "./observer.js";
 import { DataDirLock } from "./store/data-dir-lock.js";
 import { EpochFile } from "./store/epoch-file.js";
+import { WatchRegistry } from "./watch/watch-registry.js";
 
 /** Holders whose lease deadlines a promoted standby schedules per event-loop turn (about 5 ms). */
 const DEFERRED_DEADLINES_PER_TURN = 8192;
@@ -137,6 +139,8 @@ export class LockNode {
   readonly timers: TimerQueue;
   readonly startedAt: number;
   readonly observer: ServerObserver;
+  /** Which connections watch which keys (`O`), told of the engine's holder changes. */
+  readonly watches: WatchRegistry;
   readonly #epochs: EpochKeeper;
   #role: NodeRole = "active";
   #activeAddress: string | undefined;
@@ -191,6 +195,7 @@ export class LockNode {
         ...(options.semaphores?.length ? { semaphores: new SemaphoreRules(options.semaphores) } : {}),
         ...(options.holdRule ? { holdRule: options.holdRule } : {}),
       });
+      this.watches = new WatchRegistry(this.#engine, options.limits);
       this.#timer = new DeadlineTimer(
         {
           nextDeadline: () => this.#engine.nextDeadline(),
@@ -343,6 +348,11 @@ export class LockNode {
   /** Every holder, read lazily (a snapshot, a test). */
   holders(): Iterable<SnapshotHolder> {
     return this.#engine.holders();
+  }
+
+  /** The key's holders as a watcher is told them (engine/holder-summary.ts). */
+  holderSummary(key: string): HolderSummary {
+    return this.#engine.holderSummary(key);
   }
 
   /** Every holder of `key`, with its mode and slot (tests, the simulator's checker). */

@@ -18,6 +18,7 @@ import {
   type TryAcquireOutcome,
 } from "./engine-types.js";
 import { HeldListing, mostContended } from "./held-listing.js";
+import { type HolderSummary, summarize } from "./holder-summary.js";
 import { KeyTable } from "./key-table.js";
 import {
   canHoldBeside,
@@ -97,6 +98,11 @@ export class LockEngine<P> {
   readonly #listing = new HeldListing<P>(this.#keys);
   /** Keys with a queue: "most contended" reads these, never the whole key map. */
   readonly #contended = new Set<KeyState<P>>();
+  /**
+   * Told the key after every change of its holders (`onHolderChange`); undefined while nobody
+   * watches, which costs one check per grant and per free.
+   */
+  #holderChanged: ((key: string) => void) | undefined = undefined;
   /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
   #deferDeadlines = false;
   /** False while the node does not serve (a standby, a handoff, a hold): see `setGranting`. */
@@ -131,6 +137,21 @@ export class LockEngine<P> {
     this.#journal = options.journal;
     this.#meter = options.meter;
     this.#limits = { ...DEFAULT_ENGINE_LIMITS, ...options.limits };
+  }
+
+  /**
+   * Calls `hook` with the key after every grant and every end of a grant (release, expiry) the engine
+   * makes, once the change is in place; undefined stops it. A release that hands the key on may call it
+   * more than once (the grant, then the free): callers compare `holderSummary`. Not for replicated
+   * holders (`installHolder`, `removeHolder`): a standby serves no watches.
+   */
+  onHolderChange(hook: ((key: string) => void) | undefined): void {
+    this.#holderChanged = hook;
+  }
+
+  /** The key's holders as a watcher sees them (holder-summary.ts). */
+  holderSummary(key: string): HolderSummary {
+    return summarize(this.#keys.get(key));
   }
 
   /** Keys currently held. */
@@ -263,6 +284,7 @@ export class LockEngine<P> {
       this.counters.releases += 1;
       this.#journal?.free(key, token, "release", false);
       this.#freeExclusive(state);
+      this.#holderChanged?.(key);
       return true;
     }
     const held = state?.holders?.get(token);
@@ -273,6 +295,7 @@ export class LockEngine<P> {
     this.counters.releases += 1;
     this.#journal?.free(key, token, "release", held instanceof Holder);
     this.#free(held);
+    this.#holderChanged?.(key);
     return true;
   }
 
@@ -589,8 +612,10 @@ export class LockEngine<P> {
         this.#withdraw(entry, () => this.#events.timedOut(entry.payload, entry.state.key, entry.id));
       } else {
         this.counters.expiries += 1;
-        this.#journal?.free(keyOf(entry), entry.token, "expiry", entry instanceof Holder);
+        const key = keyOf(entry);
+        this.#journal?.free(key, entry.token, "expiry", entry instanceof Holder);
         this.#free(entry);
+        this.#holderChanged?.(key);
       }
     }
   }
@@ -699,6 +724,7 @@ export class LockEngine<P> {
       state.grantedAt = now;
       this.#meter.held(key, "exclusive", 0);
     }
+    this.#holderChanged?.(key);
     return { status: "granted", token, replayed: false, slot: undefined };
   }
 
@@ -775,6 +801,7 @@ export class LockEngine<P> {
   }
 
   #journalGrant(state: KeyState<P>, held: HeldRecord<P>, leaseMs: number): void {
+    this.#holderChanged?.(state.key);
     if (this.#journal === undefined) return;
     if (held === state) this.#journal.grant(state.key, held.token, leaseMs, held.holderId, held.deadline);
     else {

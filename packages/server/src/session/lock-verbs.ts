@@ -11,6 +11,7 @@ import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
 import type { SlotGate } from "../slots/slot-gate.js";
+import { WatchVerbs } from "./watch-verbs.js";
 
 /** What the lock verbs of every connection share: the node, the limits, the facts `I` reports. */
 export interface VerbContext {
@@ -43,12 +44,17 @@ export class LockVerbs implements AcquireSink {
   #pending = 0;
   /** Ids of this session's queued `Q` acquires, answered `Q` (with a slot) rather than `A`. */
   #modeIds: Set<string> | undefined = undefined;
+  /** This session's watches (`O`, `U`). */
+  readonly #watchVerbs: WatchVerbs;
 
   /** `label`: who the session is (the client's address), shown as a key's holder by `/locks`. */
   constructor(ctx: VerbContext, send: (reply: Reply) => void, label?: string) {
     this.#ctx = ctx;
     this.#send = send;
     this.#session = ctx.node.openSession(label);
+    this.#watchVerbs = new WatchVerbs(ctx.node.watches, send, (op, key, id, code, message) =>
+      this.error(op, key, id, code, message),
+    );
   }
 
   /** Queued acquires of this session. */
@@ -100,12 +106,14 @@ export class LockVerbs implements AcquireSink {
         this.error(op, key, id, "NO_ACTIVE", "this node stopped being the active; retry shortly");
       else this.#send({ kind: "M", op, key, address, id });
     }
+    this.#watchVerbs.moved(address);
     this.close();
   }
 
   /** The session is over: its queued acquires are withdrawn, its holders keep their leases. */
   close(): void {
     this.#ctx.node.closeSession(this.#session);
+    this.#watchVerbs.close();
     this.#pending = 0;
     this.#modeIds = undefined;
   }
@@ -175,6 +183,10 @@ export class LockVerbs implements AcquireSink {
         return;
       case "I":
         this.#send({ kind: "I", fields: this.#info() });
+        return;
+      case "O":
+      case "U":
+        this.#watchVerbs.run(request);
         return;
     }
   }

@@ -218,7 +218,8 @@ export class SlotGate {
       cluster: owner,
       address,
     } as const;
-    return request.id === undefined ? reply : { ...reply, id: request.id };
+    const id = "id" in request ? request.id : undefined;
+    return id === undefined ? reply : { ...reply, id };
   }
 
   /** Marks the slots `next` gives this cluster that `previous` did not (see `#gainedAt`). */

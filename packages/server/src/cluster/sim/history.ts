@@ -87,6 +87,8 @@ export class History {
   };
   readonly #pending = new Set<string>();
   #now: () => number;
+  /** When a node last promoted (-1: none did yet). */
+  #lastPromotionAt = -1;
 
   readonly #coordinated: boolean;
 
@@ -223,8 +225,23 @@ export class History {
 
   /** `lone`: it had not heard from every peer since it started. */
   promoted(term: string, tokens: Set<bigint>, lone: boolean): void {
+    this.#lastPromotionAt = this.#now();
     this.#inherited.set(term, tokens);
     if (lone) this.#lonePromotions.set(term, this.#now());
+  }
+
+  /** The key a node granted `token` for (undefined: no node granted it). */
+  keyOf(token: bigint): string | undefined {
+    return this.#byToken.get(token)?.key;
+  }
+
+  /**
+   * Whether the grant of `token` may be unknown to the active now: a node promoted after it (a
+   * failover), or it was granted while two nodes served (a partition, the other active never had it).
+   */
+  mayBeLost(token: bigint): boolean {
+    const issue = this.#byToken.get(token);
+    return issue !== undefined && (this.#lastPromotionAt >= issue.at || issue.window !== undefined);
   }
 
   /** `node` (in `term`) answered a release of `token` with `R key 0`. */
