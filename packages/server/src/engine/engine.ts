@@ -1,8 +1,11 @@
 import { DeadlineHeap } from "@lock/deadline-heap";
+import { bundleKeys, HeldBundle, refusesBundle } from "./bundle.js";
 import type { Clock } from "./clock.js";
 import {
   type AcquireInput,
   type AcquireOutcome,
+  type BundleInput,
+  type BundleOutcome,
   DEFAULT_ENGINE_LIMITS,
   type EngineCounters,
   type EngineEvents,
@@ -26,13 +29,24 @@ import {
   permits,
   SHARED,
 } from "./lock-mode.js";
-import { type HeldRecord, Holder, KeyState, NO_TOKEN, Session, slotOf, Waiter } from "./records.js";
+import {
+  type HeldRecord,
+  Holder,
+  KeyState,
+  NO_TOKEN,
+  QueuedBundle,
+  Session,
+  slotOf,
+  Waiter,
+} from "./records.js";
 import type { SemaphoreRules } from "./semaphore-rules.js";
 import type { TokenIssuer } from "./token-issuer.js";
 
 export type {
   AcquireInput,
   AcquireOutcome,
+  BundleInput,
+  BundleOutcome,
   EngineCounters,
   EngineEvents,
   EngineJournal,
@@ -82,6 +96,8 @@ export class LockEngine<P> {
   readonly #listing = new HeldListing<P>(this.#keys);
   /** Keys with a queue: "most contended" reads these, never the whole key map. */
   readonly #contended = new Set<KeyState<P>>();
+  /** Granted bundles by their token (bundle.ts); each key's own record holds the token too. */
+  readonly #bundles = new Map<bigint, HeldBundle>();
   /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
   #deferDeadlines = false;
   /** False while the node does not serve (a standby, a handoff, a hold): see `setGranting`. */
@@ -163,7 +179,7 @@ export class LockEngine<P> {
       const held = this.#findById(state, input.id);
       if (held !== undefined) return this.#replay(held, session);
       const earlier = state.findWaiter(input.id);
-      if (earlier !== undefined)
+      if (earlier !== undefined && earlier.bundle === undefined)
         return { status: "queued", displaced: this.#rebind(earlier, session, input) };
     }
     if (
@@ -211,6 +227,43 @@ export class LockEngine<P> {
   }
 
   /**
+   * A bundle (bundle.ts): every key exclusively under one token and one lease, granted at once if
+   * every key is free with nobody queued, else queued into every key's queue in this one step.
+   * A retry with the same id gets the bundle's grant back, or takes over its queued places.
+   */
+  acquireAll(session: Session<P>, input: BundleInput<P>): BundleOutcome<P> {
+    const keys = bundleKeys(input.keys);
+    if (keys.length > this.#limits.maxBundleKeys) return { status: "rejected", code: "TOO_MANY_BUNDLE_KEYS" };
+    const first = this.#keys.get(keys[0]!);
+    const held = first === undefined ? undefined : this.#bundles.get(first.token);
+    if (held !== undefined && first!.holderId === input.id) {
+      for (const key of held.keys) this.#replay(this.#keys.get(key)!, session);
+      return { status: "granted", token: held.token, replayed: true, slot: undefined, keys: held.keys };
+    }
+    const earlier = first?.findWaiter(input.id)?.bundle;
+    if (earlier !== undefined) {
+      const displaced = earlier.rebind(session, input.payload, input.leaseMs);
+      this.#scheduleWait(earlier.first, input.waitMs);
+      return { status: "queued", displaced, keys: earlier.keys };
+    }
+    const states = keys.map((key) => this.#keys.get(key));
+    let free = true;
+    for (const [i, state] of states.entries()) {
+      const current = state === undefined ? this.#semaphoreKind(keys[i]!) : refusesBundle(state);
+      if (current !== undefined) return { status: "rejected", code: "KIND_MISMATCH", current };
+      if (state === undefined) continue;
+      free = false;
+      if (state.waiterCount >= this.#limits.maxWaitersPerKey)
+        return { status: "rejected", code: "TOO_MANY_WAITERS" };
+    }
+    if (this.#holders + keys.length > this.#limits.maxKeys)
+      return { status: "rejected", code: "TOO_MANY_KEYS" };
+    if (free) return { ...this.#grantBundleNow(keys, input, session), keys };
+    this.#enqueueBundle(keys, states, input, session);
+    return { status: "queued", displaced: undefined, keys };
+  }
+
+  /**
    * Whether a release or extension of `key` by `token` may go ahead: "holder" when `token` holds the
    * key and the request proves it is the holder's (sent on the connection that was granted the key,
    * or carrying the acquire's request id), "not-owner" when the token holds the key but the proof is
@@ -243,6 +296,11 @@ export class LockEngine<P> {
     if (state !== undefined && state.token === token && token !== NO_TOKEN) {
       // An exclusive holder: the common case, without the lookups a shared holder needs.
       this.counters.releases += 1;
+      const bundle = this.#bundles.size === 0 ? undefined : this.#bundles.get(token);
+      if (bundle !== undefined) {
+        this.#freeBundle(bundle, "release");
+        return true;
+      }
       this.#journal?.free(key, token, "release", false);
       this.#freeExclusive(state);
       return true;
@@ -263,6 +321,11 @@ export class LockEngine<P> {
     const held = this.#find(key, token);
     if (held === undefined) return false;
     this.counters.extensions += 1;
+    const bundle = this.#bundles.size === 0 ? undefined : this.#bundles.get(token);
+    if (bundle !== undefined) {
+      for (const other of bundle.keys) this.#extendHeld(this.#keys.get(other)!, leaseMs);
+      return true;
+    }
     this.#heap.schedule(held, this.#clock.now() + leaseMs);
     this.#journal?.extend(key, token, leaseMs, held.holderId, held.deadline, held instanceof Holder);
     return true;
@@ -278,7 +341,9 @@ export class LockEngine<P> {
     const waiter = this.#keys.get(key)?.findWaiter(id);
     if (waiter === undefined) return undefined;
     this.counters.cancels += 1;
-    this.#withdraw(waiter, withdrawn && (() => withdrawn(waiter.payload)));
+    if (waiter.bundle !== undefined)
+      this.#withdrawBundle(waiter.bundle, withdrawn && (() => withdrawn(waiter.payload)));
+    else this.#withdraw(waiter, withdrawn && (() => withdrawn(waiter.payload)));
     return waiter.payload;
   }
 
@@ -292,7 +357,10 @@ export class LockEngine<P> {
     if (state === undefined) return 0;
     let count = 0;
     for (let waiter = state.more?.tail; waiter; waiter = state.more?.tail) {
-      this.#dropWaiter(waiter);
+      // A bundle's keys share its slot (slot-gate), so its other keys are leaving as well.
+      for (const other of waiter.bundle?.waiters ?? [waiter]) this.#dropWaiter(other);
+      for (const other of waiter.bundle?.waiters ?? [])
+        if (other.state !== state) this.#forgetIfIdle(other.state);
       this.counters.cancels += 1;
       count += 1;
       withdrawn(waiter.payload, waiter.id);
@@ -310,7 +378,8 @@ export class LockEngine<P> {
   sessionWaiters(session: Session<P>): Array<{ key: string; id: string | undefined }> {
     const waiters: Array<{ key: string; id: string | undefined }> = [];
     // The session list is newest first.
-    for (let w = session.head; w; w = w.sessionNext) waiters.push({ key: w.state.key, id: w.id });
+    for (let w = session.head; w; w = w.sessionNext)
+      if (w.bundle === undefined || w.bundle.first === w) waiters.push({ key: w.state.key, id: w.id });
     return waiters.reverse();
   }
 
@@ -471,6 +540,7 @@ export class LockEngine<P> {
         }
       }
     this.#keys.clear();
+    this.#bundles.clear();
     this.#holders = 0;
     this.#maxToken = 0n;
     this.#listing.cleared();
@@ -567,7 +637,12 @@ export class LockEngine<P> {
     for (let entry = this.#heap.popDue(now); entry; entry = this.#heap.popDue(now)) {
       if (entry instanceof Waiter) {
         this.counters.timeouts += 1;
-        this.#withdraw(entry, () => this.#events.timedOut(entry.payload, entry.state.key, entry.id));
+        const timedOut = () => this.#events.timedOut(entry.payload, entry.state.key, entry.id);
+        if (entry.bundle !== undefined) this.#withdrawBundle(entry.bundle, timedOut);
+        else this.#withdraw(entry, timedOut);
+      } else if (entry instanceof KeyState && this.#bundles.has(entry.token)) {
+        this.counters.expiries += 1;
+        this.#freeBundle(this.#bundles.get(entry.token)!, "expiry");
       } else {
         this.counters.expiries += 1;
         this.#journal?.free(keyOf(entry), entry.token, "expiry", entry instanceof Holder);
@@ -780,7 +855,7 @@ export class LockEngine<P> {
     const state = held.state;
     this.#unhold(held);
     this.#grantWaiting(state);
-    if (state.holderCount === 0) this.#forget(state);
+    if (state.holderCount === 0 && state.waiterCount === 0) this.#forget(state);
   }
 
   /** The exclusive holder of `state` leaves: the key is forgotten, handed to the next, or shared. */
@@ -794,7 +869,7 @@ export class LockEngine<P> {
       this.#listing.removed(state.key);
       return;
     }
-    if (next.mode.kind === "exclusive") {
+    if (next.mode.kind === "exclusive" && next.bundle === undefined) {
       // The common hand-off, from one exclusive holder to the next: the key's record is reused.
       leaveSession(state.holderSession);
       this.#dropWaiter(next);
@@ -816,6 +891,11 @@ export class LockEngine<P> {
     let firstHeld: HeldRecord<P> | undefined;
     let more: Array<[Waiter<P>, HeldRecord<P>]> | undefined;
     for (let head = state.head; head !== undefined; head = state.head) {
+      if (head.bundle !== undefined) {
+        // Granted only if it heads all its keys' queues with every key free; else all behind wait.
+        if (first === undefined && head.bundle.grantable()) this.#grantQueuedBundle(head.bundle);
+        break;
+      }
       if (!this.#holdRule(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
       this.#dropWaiter(head);
       const held = this.#hold(state, head.mode, this.#nextToken(), head.id, head.session, -1);
@@ -913,11 +993,129 @@ export class LockEngine<P> {
    * the key's shared holders.
    */
   #withdraw(waiter: Waiter<P>, then?: () => void): void {
+    if (waiter.bundle !== undefined) {
+      this.#withdrawBundle(waiter.bundle, then);
+      return;
+    }
     const state = waiter.state;
     const wasHead = state.head === waiter;
     this.#dropWaiter(waiter);
     then?.();
     if (wasHead && this.#granting && this.#keys.get(state.key) === state) this.#grantWaiting(state);
+  }
+
+  /** A semaphore's kind for a free key that `--semaphores` makes one (bundles are locks). */
+  #semaphoreKind(key: string): "semaphore" | undefined {
+    return this.#semaphores?.limitOf(key) === undefined ? undefined : "semaphore";
+  }
+
+  /** Every key of a bundle is free with nobody queued: each is held by one new token, one lease. */
+  #grantBundleNow(keys: readonly string[], input: BundleInput<P>, session: Session<P>): GrantedOutcome {
+    const token = this.#nextToken();
+    const deadline = this.#clock.now() + input.leaseMs;
+    for (const key of keys) {
+      const state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
+      this.#keys.add(key, state);
+      this.#listing.added(key);
+      this.#hold(state, EXCLUSIVE, token, input.id, session, -1);
+      this.#heap.schedule(state, deadline);
+      this.#journal?.grant(key, token, input.leaseMs, input.id, deadline);
+    }
+    this.#bundles.set(token, new HeldBundle(keys, token));
+    this.counters.grants += 1;
+    return { status: "granted", token, replayed: false, slot: undefined };
+  }
+
+  /** Joins every key's queue in this one step (a key nobody holds gets a record that only queues). */
+  #enqueueBundle(
+    keys: readonly string[],
+    states: ReadonlyArray<KeyState<P> | undefined>,
+    input: BundleInput<P>,
+    session: Session<P>,
+  ): void {
+    const now = this.#clock.now();
+    const bundle = new QueuedBundle<P>(keys, input.id);
+    for (const [i, key] of keys.entries()) {
+      let state = states[i];
+      if (state === undefined) {
+        state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
+        this.#keys.add(key, state);
+        this.#listing.added(key);
+      }
+      const waiter = new Waiter(state, session, input.payload, input.leaseMs, input.id, EXCLUSIVE, now);
+      waiter.bundle = bundle;
+      bundle.waiters.push(waiter);
+      if (state.waiterCount === 0) this.#contended.add(state);
+      state.enqueue(waiter);
+      session.add(waiter);
+      this.#waiters += 1;
+    }
+    this.#scheduleWait(bundle.first, input.waitMs);
+  }
+
+  #scheduleWait(waiter: Waiter<P>, waitMs: number): void {
+    if (waitMs > 0) this.#heap.schedule(waiter, this.#clock.now() + waitMs);
+    else this.#heap.remove(waiter);
+  }
+
+  /** A queued bundle heads all its keys' queues and they are all free: it holds them all now. */
+  #grantQueuedBundle(bundle: QueuedBundle<P>): void {
+    const token = this.#nextToken();
+    const now = this.#clock.now();
+    const first = bundle.first;
+    const deadline = now + first.leaseMs;
+    for (const waiter of bundle.waiters) {
+      this.#dropWaiter(waiter);
+      this.#hold(waiter.state, EXCLUSIVE, token, bundle.id, waiter.session, -1);
+      this.#heap.schedule(waiter.state, deadline);
+      this.#journal?.grant(waiter.state.key, token, first.leaseMs, bundle.id, deadline);
+    }
+    this.#bundles.set(token, new HeldBundle(bundle.keys, token));
+    this.counters.grants += 1;
+    this.counters.handoffs += 1;
+    this.#events.granted(first.payload, bundle.keys[0]!, token, bundle.id, now - first.queuedAt, undefined);
+  }
+
+  #extendHeld(state: KeyState<P>, leaseMs: number): void {
+    this.#heap.schedule(state, this.#clock.now() + leaseMs);
+    this.#journal?.extend(state.key, state.token, leaseMs, state.holderId, state.deadline, false);
+  }
+
+  /**
+   * A bundle's grant ends (released or expired): every key is let go first, then each key's queue
+   * is served, so a bundle queued for the same keys finds them all free.
+   */
+  #freeBundle(bundle: HeldBundle, cause: "release" | "expiry"): void {
+    this.#bundles.delete(bundle.token);
+    const states = bundle.keys.map((key) => this.#keys.get(key)!);
+    for (const state of states) {
+      this.#journal?.free(state.key, bundle.token, cause, false);
+      this.#unhold(state);
+    }
+    for (const state of states) {
+      if (state.holderCount === 0) this.#grantWaiting(state);
+      this.#forgetIfIdle(state);
+    }
+  }
+
+  /**
+   * A queued bundle leaves without a grant (cancelled, timed out, its connection gone) from every
+   * queue at once; `then` runs once it is gone, and the keys it headed serve their next waiters.
+   */
+  #withdrawBundle(bundle: QueuedBundle<P>, then?: () => void): void {
+    const headed = bundle.waiters.filter((waiter) => waiter.state.head === waiter).map((w) => w.state);
+    for (const waiter of bundle.waiters) this.#dropWaiter(waiter);
+    then?.();
+    for (const state of headed)
+      if (this.#granting && this.#keys.get(state.key) === state && state.holderCount === 0)
+        this.#grantWaiting(state);
+    for (const waiter of bundle.waiters) this.#forgetIfIdle(waiter.state);
+  }
+
+  /** A key with no holder and nobody queued (a bundle left it) is not kept. */
+  #forgetIfIdle(state: KeyState<P>): void {
+    if (state.holderCount === 0 && state.waiterCount === 0 && this.#keys.get(state.key) === state)
+      this.#forget(state);
   }
 
   #dropWaiter(waiter: Waiter<P>): void {

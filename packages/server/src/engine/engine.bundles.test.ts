@@ -1,0 +1,124 @@
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "./clock.js";
+import { LockEngine } from "./engine.js";
+import { SHARED } from "./lock-mode.js";
+import { SemaphoreRules } from "./semaphore-rules.js";
+import { TokenIssuer } from "./token-issuer.js";
+
+/** Tokens of epoch 1 as 1, 2, 3… */
+const BASE = new TokenIssuer(1n, () => 2n).next() - 1n;
+const t = (n: number) => BASE + BigInt(n);
+
+function setup(semaphores?: SemaphoreRules) {
+  const clock = new ManualClock(0);
+  const events: string[] = [];
+  const journal: string[] = [];
+  const engine = new LockEngine<string>({
+    clock,
+    tokens: new TokenIssuer(1n, () => 2n),
+    limits: { maxBundleKeys: 3, maxKeys: 4 },
+    semaphores,
+    events: {
+      granted: (payload, key, token) => events.push(`granted ${payload} ${key} ${token - BASE}`),
+      timedOut: (payload, key) => events.push(`timedOut ${payload} ${key}`),
+    },
+    journal: {
+      grant: (key, token, leaseMs, id) => journal.push(`G ${key} ${token - BASE} ${leaseMs} ${id}`),
+      free: (key, token, cause) => journal.push(`F ${key} ${token - BASE} ${cause}`),
+      extend: (key, token, leaseMs) => journal.push(`X ${key} ${token - BASE} ${leaseMs}`),
+    },
+  });
+  const session = engine.openSession();
+  const bundle = (payload: string, keys: string[], waitMs = 0) =>
+    engine.acquireAll(session, { keys, leaseMs: 1000, waitMs, id: payload, payload });
+  return { clock, engine, events, journal, session, bundle };
+}
+
+describe("LockEngine bundles", () => {
+  it("grants every key under one token and one lease, journalled key by key, and releases them as one", () => {
+    const { engine, journal, bundle } = setup();
+    const outcome = bundle("t1", ["b", "a", "b"]);
+    expect(outcome).toMatchObject({ status: "granted", token: t(1), keys: ["a", "b"] });
+    expect(journal).toEqual(["G a 1 1000 t1", "G b 1 1000 t1"]);
+    expect(engine.ownership("b", t(1), engine.openSession(), "t1")).toBe("holder");
+    expect(engine.release("b", t(1))).toBe(true);
+    expect(journal.slice(2)).toEqual(["F a 1 release", "F b 1 release"]);
+    expect(engine.keyCount).toBe(0);
+  });
+
+  it("A,B against B,A: the later bundle waits in both queues and is granted both once the first ends", () => {
+    const { engine, events, bundle } = setup();
+    bundle("ab", ["a", "b"]);
+    expect(bundle("ba", ["b", "a"]).status).toBe("queued");
+    expect(engine.waiterCount).toBe(2);
+    engine.release("a", t(1));
+    expect(events).toEqual(["granted ba a 2"]);
+    expect(engine.holder("a")?.token).toBe(t(2));
+    expect(engine.holder("b")?.token).toBe(t(2));
+  });
+
+  it("keeps a free key for the bundle queued on it: a single acquire arriving later waits behind it", () => {
+    const { engine, events, session, bundle } = setup();
+    engine.acquire(session, { key: "b", leaseMs: 1000, waitMs: 0, payload: "holder" });
+    expect(bundle("ab", ["a", "b"]).status).toBe("queued");
+    expect(engine.acquire(session, { key: "a", leaseMs: 1000, waitMs: 0, payload: "late" }).status).toBe(
+      "queued",
+    );
+    expect(engine.isHeld("a")).toBe(false);
+    expect(engine.tryAcquire("a", 1000)).toEqual({ status: "busy" });
+    engine.release("b", t(1));
+    expect(events).toEqual(["granted ab a 2"]);
+    engine.release("a", t(2));
+    expect(events).toEqual(["granted ab a 2", "granted late a 3"]);
+  });
+
+  it("times out once, from every queue, and the keys it headed serve the next waiter", () => {
+    const { clock, engine, events, session, bundle } = setup();
+    engine.acquire(session, { key: "b", leaseMs: 5000, waitMs: 0, payload: "holder" });
+    bundle("ab", ["a", "b"], 100);
+    engine.acquire(session, { key: "a", leaseMs: 1000, waitMs: 0, payload: "next" });
+    clock.advance(100);
+    engine.tick();
+    expect(events).toEqual(["timedOut ab a", "granted next a 2"]);
+    expect(engine.waiterCount).toBe(0);
+  });
+
+  it("a retry with the same id gets the grant back, or takes over the queued places", () => {
+    const { engine, session, bundle } = setup();
+    bundle("ab", ["a", "b"]);
+    expect(bundle("ab", ["b", "a"])).toMatchObject({ status: "granted", token: t(1), replayed: true });
+    expect(bundle("cd", ["a", "c"]).status).toBe("queued");
+    const again = engine.acquireAll(session, {
+      keys: ["a", "c"],
+      leaseMs: 1,
+      waitMs: 0,
+      id: "cd",
+      payload: "cd2",
+    });
+    expect(again).toMatchObject({ status: "queued", displaced: "cd" });
+    expect(engine.queue("c")).toEqual(["cd2"]);
+  });
+
+  it("extends every key, and expires them together", () => {
+    const { clock, engine, journal, bundle } = setup();
+    bundle("ab", ["a", "b"]);
+    engine.extend("a", t(1), 3000);
+    expect(journal.slice(2)).toEqual(["X a 1 3000", "X b 1 3000"]);
+    clock.advance(3000);
+    engine.tick();
+    expect(journal.slice(4)).toEqual(["F a 1 expiry", "F b 1 expiry"]);
+    expect(engine.keyCount).toBe(0);
+  });
+
+  it("refuses too many keys, shared or semaphore keys, and more than maxKeys holders", () => {
+    const { engine, session, bundle } = setup(new SemaphoreRules([{ pattern: "s:*", limit: 2 }]));
+    expect(bundle("x", ["a", "b", "c", "d"])).toEqual({ status: "rejected", code: "TOO_MANY_BUNDLE_KEYS" });
+    engine.acquire(session, { key: "r", leaseMs: 1000, waitMs: 0, payload: "reader", mode: SHARED });
+    expect(bundle("y", ["a", "r"])).toMatchObject({ status: "rejected", code: "KIND_MISMATCH" });
+    expect(bundle("v", ["a", "s:1"])).toMatchObject({ code: "KIND_MISMATCH", current: "semaphore" });
+    engine.acquire(session, { key: "q", leaseMs: 1000, waitMs: 0, payload: "q" });
+    engine.acquire(session, { key: "z", leaseMs: 1000, waitMs: 0, payload: "z" });
+    expect(bundle("w", ["a", "b", "c"])).toEqual({ status: "rejected", code: "TOO_MANY_KEYS" });
+    expect(engine.keyCount).toBe(3);
+  });
+});
