@@ -69,6 +69,7 @@ const REQUEST_OPS: ReadonlySet<string> = new Set<RequestOp>([
   "H",
   "I",
   "K",
+  "B",
 ]);
 
 export function isRequestOp(verb: string): verb is RequestOp {
