@@ -57,7 +57,10 @@ export function encodeRequest(request: Request, limits: ProtocolLimits = DEFAULT
       const { keys, leaseMs, waitMs, id } = request;
       if (keys.length === 0 || keys.length > MAX_BUNDLE_LINE_KEYS)
         throw new RangeError(`a bundle has 1 to ${MAX_BUNDLE_LINE_KEYS} keys, got ${keys.length}`);
-      const rest = keys.slice(1).map((key) => ` ${keyText(key, limits)}`).join("");
+      const rest = keys
+        .slice(1)
+        .map((key) => ` ${keyText(key, limits)}`)
+        .join("");
       return `B ${keyText(keys[0]!, limits)} ${formatSeconds(leaseMs)} ${formatSeconds(waitMs)}${requiredId(id)}${rest}\n`;
     }
   }

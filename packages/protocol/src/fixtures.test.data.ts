@@ -103,11 +103,20 @@ export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
   },
   {
     line: "B {acct}:a 30 5 tx.1 {acct}:b {acct}:c",
-    value: { op: "B", keys: ["{acct}:a", "{acct}:b", "{acct}:c"], leaseMs: 30_000, waitMs: 5_000, id: "tx.1" },
+    value: {
+      op: "B",
+      keys: ["{acct}:a", "{acct}:b", "{acct}:c"],
+      leaseMs: 30_000,
+      waitMs: 5_000,
+      id: "tx.1",
+    },
   },
   { line: "B k 1.5 0 a", value: { op: "B", keys: ["k"], leaseMs: 1_500, waitMs: 0, id: "a" } },
   // Keys go as sent, in any order and with repeats: the server sorts and de-duplicates them.
-  { line: "B b 30 0 id b a", value: { op: "B", keys: ["b", "b", "a"], leaseMs: 30_000, waitMs: 0, id: "id" } },
+  {
+    line: "B b 30 0 id b a",
+    value: { op: "B", keys: ["b", "b", "a"], leaseMs: 30_000, waitMs: 0, id: "id" },
+  },
   { line: "R orders:42 1099511627777", value: { op: "R", key: "orders:42", token: 1_099_511_627_777n } },
   { line: "R k 0", value: { op: "R", key: "k", token: 0n } },
   { line: "R k 9007199254740993", value: { op: "R", key: "k", token: TOKEN_2_53 + 1n } },

@@ -346,7 +346,8 @@ export const ERROR_CODES = {
   INTERNAL: "an unexpected server error; the request had no effect",
   // Cluster peer links (docs/protocol.md, "Peer handshake").
   // Bundles (`B`).
-  TOO_MANY_BUNDLE_KEYS: "a bundle names more distinct keys than the server allows in one (`--max-bundle-keys`, 32 by default)",
+  TOO_MANY_BUNDLE_KEYS:
+    "a bundle names more distinct keys than the server allows in one (`--max-bundle-keys`, 32 by default)",
   CROSS_SLOT:
     "with a slot map, a bundle's keys must share one key slot: tag them (`{acct}:a`, `{acct}:b`); nothing changed",
   BUNDLES_UNAVAILABLE:

@@ -3,7 +3,6 @@ import { fastRequest } from "./fast-path.js";
 import { FieldReader, splitFields, unknownVerb, verbOf, withId } from "./field-reader.js";
 import { isValidNonce, isValidSecret } from "./fields.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
-import { MAX_BUNDLE_LINE_KEYS } from "./messages.js";
 import type {
   AcquireRequest,
   BundleRequest,
@@ -18,6 +17,7 @@ import type {
   RequestOp,
   TryAcquireRequest,
 } from "./messages.js";
+import { MAX_BUNDLE_LINE_KEYS } from "./messages.js";
 import { parsePeerLine } from "./parse-peer.js";
 import type { PeerFrame } from "./peer.js";
 

@@ -5,6 +5,8 @@ import { type Clock, monotonicClock } from "./engine/clock.js";
 import {
   type AcquireInput,
   type AcquireOutcome,
+  type BundleInput,
+  type BundleOutcome,
   type EngineCounters,
   type EngineJournal,
   type HeldKey,
@@ -186,7 +188,11 @@ export class LockNode {
           timedOut: (sink, key, id) => sink.timedOut(key, id),
         },
         ...(options.journal ? { journal: options.journal } : {}),
-        limits: { maxKeys: options.limits.maxKeys, maxWaitersPerKey: options.limits.maxWaitersPerKey },
+        limits: {
+          maxKeys: options.limits.maxKeys,
+          maxWaitersPerKey: options.limits.maxWaitersPerKey,
+          maxBundleKeys: options.limits.maxBundleKeys,
+        },
         ...(options.semaphores?.length ? { semaphores: new SemaphoreRules(options.semaphores) } : {}),
         ...(options.holdRule ? { holdRule: options.holdRule } : {}),
       });
@@ -277,6 +283,11 @@ export class LockNode {
 
   acquire(session: Session<AcquireSink>, input: AcquireInput<AcquireSink>): AcquireOutcome<AcquireSink> {
     return this.#engine.acquire(session, input);
+  }
+
+  /** A bundle (engine/bundle.ts): every key at once under one token and one lease. */
+  acquireAll(session: Session<AcquireSink>, input: BundleInput<AcquireSink>): BundleOutcome<AcquireSink> {
+    return this.#engine.acquireAll(session, input);
   }
 
   tryAcquire(
