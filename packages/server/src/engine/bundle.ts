@@ -20,7 +20,8 @@ import { compareKeys } from "./sorted-keys.js";
 /** A granted bundle: the keys its token holds (each key's own record has the token, id and lease). */
 export class HeldBundle {
   constructor(
-    readonly keys: readonly string[],
+    /** Grows only while a standby installs a replicated bundle key by key (`installHolder`). */
+    readonly keys: string[],
     readonly token: bigint,
   ) {}
 }

@@ -122,3 +122,28 @@ describe("LockEngine bundles", () => {
     expect(engine.keyCount).toBe(3);
   });
 });
+
+describe("LockEngine bundles on a standby", () => {
+  it("ties a replicated bundle's keys together again: after promotion one release frees them all", () => {
+    const active = setup();
+    active.bundle("ab", ["a", "b"]);
+    active.engine.acquire(active.session, { key: "c", leaseMs: 1000, waitMs: 0, payload: "c" });
+    const standby = setup();
+    // The snapshot of the active, as a standby installs it: a bundle's keys in a row.
+    for (const h of active.engine.holders())
+      standby.engine.installHolder(h.key, h.token, h.remainingMs, h.id);
+    expect(standby.engine.release("b", t(1))).toBe(true);
+    expect(standby.engine.isHeld("a")).toBe(false);
+    expect(standby.engine.isHeld("c")).toBe(true);
+    expect(standby.journal).toEqual(["F a 1 release", "F b 1 release"]);
+  });
+
+  it("lets a replicated free of one key untie the bundle (the frees of its other keys follow)", () => {
+    const standby = setup();
+    standby.engine.installHolder("a", t(1), 1000, "ab");
+    standby.engine.installHolder("b", t(1), 1000, "ab");
+    standby.engine.removeHolder("a", t(1));
+    expect(standby.engine.release("b", t(1))).toBe(true);
+    expect(standby.journal).toEqual(["F b 1 release"]);
+  });
+});

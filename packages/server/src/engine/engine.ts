@@ -98,6 +98,8 @@ export class LockEngine<P> {
   readonly #contended = new Set<KeyState<P>>();
   /** Granted bundles by their token (bundle.ts); each key's own record holds the token too. */
   readonly #bundles = new Map<bigint, HeldBundle>();
+  /** The last exclusive holder `installHolder` installed (a replicated bundle's keys come in a row). */
+  #lastInstalled: { key: string; token: bigint } | undefined = undefined;
   /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
   #deferDeadlines = false;
   /** False while the node does not serve (a standby, a handoff, a hold): see `setGranting`. */
@@ -405,10 +407,26 @@ export class LockEngine<P> {
     }
     const held = this.#replaceForInstall(state, token, mode, slot);
     const record = held ?? this.#hold(state, mode, token, id, undefined, slot);
+    if (mode.kind === "exclusive") this.#installedExclusive(key, token);
     record.holderId = id;
     const deadline = this.#clock.now() + leaseMs;
     if (this.#deferDeadlines) record.deadline = deadline;
     else this.#heap.schedule(record, deadline);
+  }
+
+  /**
+   * A replicated bundle arrives as one grant per key, in a row, all with its token (tokens are
+   * unique per grant, so two keys held exclusively by one token are one bundle): the keys are tied
+   * together again here, so a promoted standby releases, extends and expires them as one.
+   */
+  #installedExclusive(key: string, token: bigint): void {
+    const last = this.#lastInstalled;
+    this.#lastInstalled = { key, token };
+    if (last === undefined || last.token !== token || last.key === key) return;
+    if (this.#keys.get(last.key)?.token !== token) return;
+    const bundle = this.#bundles.get(token);
+    if (bundle === undefined) this.#bundles.set(token, new HeldBundle([last.key, key], token));
+    else if (!bundle.keys.includes(key)) bundle.keys.push(key);
   }
 
   /**
@@ -423,7 +441,10 @@ export class LockEngine<P> {
   ): HeldRecord<P> | undefined {
     if (mode.kind === "exclusive") {
       if (state.token === NO_TOKEN) this.#dropHolderSet(state);
-      else this.#unhold(state);
+      else {
+        if (state.token !== token) this.#bundles.delete(state.token);
+        this.#unhold(state);
+      }
       return undefined;
     }
     this.#dropExclusive(state);
@@ -515,6 +536,8 @@ export class LockEngine<P> {
   removeHolder(key: string, token?: bigint): void {
     const state = this.#keys.get(key);
     if (state === undefined) return;
+    // A replicated bundle's keys are freed one frame each: its tie goes with the first.
+    if (state.token !== NO_TOKEN) this.#bundles.delete(state.token);
     const holders = state.holders;
     if (token !== undefined && holders !== undefined) {
       const holder = holders.get(token);
@@ -541,6 +564,7 @@ export class LockEngine<P> {
       }
     this.#keys.clear();
     this.#bundles.clear();
+    this.#lastInstalled = undefined;
     this.#holders = 0;
     this.#maxToken = 0n;
     this.#listing.cleared();
@@ -577,7 +601,12 @@ export class LockEngine<P> {
   *holders(): Generator<SnapshotHolder> {
     for (const map of this.#keys.maps)
       for (const state of map.values()) {
-        if (state.token !== NO_TOKEN) yield this.#snapshotHolder(state, state, EXCLUSIVE, this.#clock.now());
+        const bundle = this.#bundles.size === 0 ? undefined : this.#bundles.get(state.token);
+        // A bundle's keys go in a row, at its first key, so the receiver ties them together again.
+        if (bundle !== undefined) {
+          if (bundle.keys[0] === state.key) for (const key of bundle.keys) yield* this.keyHolders(key);
+        } else if (state.token !== NO_TOKEN)
+          yield this.#snapshotHolder(state, state, EXCLUSIVE, this.#clock.now());
         else yield* this.#snapshotHolders(state);
       }
   }
@@ -1021,7 +1050,7 @@ export class LockEngine<P> {
       this.#heap.schedule(state, deadline);
       this.#journal?.grant(key, token, input.leaseMs, input.id, deadline);
     }
-    this.#bundles.set(token, new HeldBundle(keys, token));
+    this.#bundles.set(token, new HeldBundle([...keys], token));
     this.counters.grants += 1;
     return { status: "granted", token, replayed: false, slot: undefined };
   }
@@ -1070,7 +1099,7 @@ export class LockEngine<P> {
       this.#heap.schedule(waiter.state, deadline);
       this.#journal?.grant(waiter.state.key, token, first.leaseMs, bundle.id, deadline);
     }
-    this.#bundles.set(token, new HeldBundle(bundle.keys, token));
+    this.#bundles.set(token, new HeldBundle([...bundle.keys], token));
     this.counters.grants += 1;
     this.counters.handoffs += 1;
     this.#events.granted(first.payload, bundle.keys[0]!, token, bundle.id, now - first.queuedAt, undefined);
