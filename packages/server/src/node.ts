@@ -118,6 +118,8 @@ export interface LockNodeOptions {
   readonly semaphores?: readonly SemaphoreRule[];
   /** @internal The simulator's negative control only (LockEngine's holdRule). */
   readonly holdRule?: HoldRule;
+  /** @internal The simulator's negative control only (LockEngine's bundleKeyByKey). */
+  readonly bundleKeyByKey?: boolean;
 }
 
 /**
@@ -195,6 +197,7 @@ export class LockNode {
         },
         ...(options.semaphores?.length ? { semaphores: new SemaphoreRules(options.semaphores) } : {}),
         ...(options.holdRule ? { holdRule: options.holdRule } : {}),
+        ...(options.bundleKeyByKey ? { bundleKeyByKey: true } : {}),
       });
       this.#timer = new DeadlineTimer(
         {

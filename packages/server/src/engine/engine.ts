@@ -81,6 +81,8 @@ export class LockEngine<P> {
   readonly #limits: EngineLimits;
   /** Which holds may share a key (lock-mode.ts); the simulator's negative control swaps in a wrong one. */
   readonly #holdRule: HoldRule;
+  /** The simulator's negative control: a bundle is one acquire per key (a client-side loop). */
+  readonly #bundleKeyByKey: boolean;
   /** Configured semaphores by key pattern (`--semaphores`); undefined when there are none. */
   readonly #semaphores: SemaphoreRules | undefined;
   #waiters = 0;
@@ -124,7 +126,10 @@ export class LockEngine<P> {
     semaphores?: SemaphoreRules;
     /** @internal Only for the simulator's negative control (a rule with a bug on purpose). */
     holdRule?: HoldRule;
+    /** @internal Only for the simulator's negative control: bundles taken key by key, a grant each. */
+    bundleKeyByKey?: boolean;
   }) {
+    this.#bundleKeyByKey = options.bundleKeyByKey === true;
     this.#holdRule = options.holdRule ?? canHoldBeside;
     this.#semaphores = options.semaphores?.size ? options.semaphores : undefined;
     this.#clock = options.clock;
@@ -236,6 +241,10 @@ export class LockEngine<P> {
   acquireAll(session: Session<P>, input: BundleInput<P>): BundleOutcome<P> {
     const keys = bundleKeys(input.keys);
     if (keys.length > this.#limits.maxBundleKeys) return { status: "rejected", code: "TOO_MANY_BUNDLE_KEYS" };
+    if (this.#bundleKeyByKey) {
+      const outcomes = keys.map((key) => this.acquire(session, { ...input, key }));
+      return { ...outcomes[0]!, keys } as BundleOutcome<P>;
+    }
     const first = this.#keys.get(keys[0]!);
     const held = first === undefined ? undefined : this.#bundles.get(first.token);
     if (held !== undefined && first!.holderId === input.id) {

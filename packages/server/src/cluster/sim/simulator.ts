@@ -20,6 +20,7 @@ export const MUTATIONS: readonly Mutation[] = [
   "clock-behind",
   "peer-token-mismatch",
   "writer-beside-reader",
+  "bundle-key-by-key",
   "fresh-retry-id",
   "lease-overrun",
   "skip-epoch-raise",
@@ -189,6 +190,11 @@ function schedule(
     (i) =>
       new SimApp(`c${i}`, world, history, {
         keys,
+        // Both read/write keys in either order (A,B against B,A); with a slot map they live in
+        // different clusters' slots, so a bundle there is one key.
+        bundles: world.initialMap
+          ? keys.slice(0, -1).map((key) => [key])
+          : [keys.slice(0, -1), keys.slice(0, -1).reverse()],
         servers: serversOf(world, i),
         rng: rng.fork(),
         jitter: rng.fork(),
