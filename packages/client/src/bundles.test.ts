@@ -73,14 +73,21 @@ describe("LockClient.acquireAll with a lockd cluster", () => {
     for (const step of cleanup.splice(0).reverse()) await step();
   });
 
-  it("keeps a bundle through kill -9 of the active, and releases it as one there", async () => {
+  /** A cluster of 3 and a client holding a bundle of three keys, replicated to both standbys. */
+  async function holdBundle() {
     const cluster = await LockdCluster.start({ nodes: 3 });
     cleanup.push(() => cluster.dispose());
     await cluster.nodes[0]!.waitForServing({ since: 0 });
     const client = new LockClient({ servers: cluster.proxies.map((proxy) => proxy.address) });
     cleanup.push(() => client.close());
     const lock = await client.acquireAll(["{t}:a", "{t}:b", "{t}:c"], { leaseMs: 60_000 });
-    await eventually(async () => Number((await cluster.info(1)).keys) === 3);
+    for (const standby of [1, 2])
+      await eventually(async () => Number((await cluster.info(standby)).keys) === 3);
+    return { cluster, client, lock };
+  }
+
+  it("keeps a bundle through kill -9 of the active, and releases it as one there", async () => {
+    const { cluster, client, lock } = await holdBundle();
     const promoted = cluster.nodes[1]!.waitForRole("active");
     await cluster.nodes[0]!.kill("SIGKILL");
     await promoted;
@@ -94,5 +101,18 @@ describe("LockClient.acquireAll with a lockd cluster", () => {
       expect(single?.token).toBeGreaterThan(lock.token);
       await single?.release();
     }
+  });
+
+  it("keeps a bundle through a graceful handoff, and releases it as one on the successor", async () => {
+    const { cluster, lock } = await holdBundle();
+    const promoted = Promise.race([
+      cluster.nodes[1]!.waitForRole("active").then(() => 1),
+      cluster.nodes[2]!.waitForRole("active").then(() => 2),
+    ]);
+    await cluster.nodes[0]!.kill("SIGTERM");
+    const index = await promoted;
+    expect(Number((await cluster.info(index)).keys)).toBe(3);
+    expect(await lock.release()).toBe(true);
+    expect(Number((await cluster.info(index)).keys)).toBe(0);
   });
 });
