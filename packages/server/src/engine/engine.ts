@@ -1,5 +1,6 @@
 import { DeadlineHeap } from "@lock/deadline-heap";
-import { bundleKeys, HeldBundle, refusesBundle } from "./bundle.js";
+import { bundleKeys, refusesBundle } from "./bundle.js";
+import { type BundleHost, BundleSteps } from "./bundle-steps.js";
 import type { Clock } from "./clock.js";
 import {
   type AcquireInput,
@@ -29,16 +30,7 @@ import {
   permits,
   SHARED,
 } from "./lock-mode.js";
-import {
-  type HeldRecord,
-  Holder,
-  KeyState,
-  NO_TOKEN,
-  QueuedBundle,
-  Session,
-  slotOf,
-  Waiter,
-} from "./records.js";
+import { type HeldRecord, Holder, KeyState, NO_TOKEN, Session, slotOf, Waiter } from "./records.js";
 import type { SemaphoreRules } from "./semaphore-rules.js";
 import type { TokenIssuer } from "./token-issuer.js";
 
@@ -99,9 +91,7 @@ export class LockEngine<P> {
   /** Keys with a queue: "most contended" reads these, never the whole key map. */
   readonly #contended = new Set<KeyState<P>>();
   /** Granted bundles by their token (bundle.ts); each key's own record holds the token too. */
-  readonly #bundles = new Map<bigint, HeldBundle>();
-  /** The last exclusive holder `installHolder` installed (a replicated bundle's keys come in a row). */
-  #lastInstalled: { key: string; token: bigint } | undefined = undefined;
+  readonly #bundles: BundleSteps<P>;
   /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
   #deferDeadlines = false;
   /** False while the node does not serve (a standby, a handoff, a hold): see `setGranting`. */
@@ -137,6 +127,36 @@ export class LockEngine<P> {
     this.#events = options.events;
     this.#journal = options.journal;
     this.#limits = { ...DEFAULT_ENGINE_LIMITS, ...options.limits };
+    this.#bundles = new BundleSteps<P>(this.#bundleHost(), this.#events, this.#journal, this.counters);
+  }
+
+  /** The engine's state as the bundle steps (bundle-steps.ts) change it. */
+  #bundleHost(): BundleHost<P> {
+    return {
+      now: () => this.#clock.now(),
+      key: (key) => this.#keys.get(key),
+      addKey: (key) => {
+        const state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
+        this.#keys.add(key, state);
+        this.#listing.added(key);
+        return state;
+      },
+      holdExclusive: (state, token, id, session) => this.#hold(state, EXCLUSIVE, token, id, session, -1),
+      schedule: (entry, deadline) => this.#heap.schedule(entry, deadline),
+      scheduleWait: (waiter, waitMs) => this.#scheduleWait(waiter, waitMs),
+      nextToken: () => this.#nextToken(),
+      enqueue: (waiter) => {
+        if (waiter.state.waiterCount === 0) this.#contended.add(waiter.state);
+        waiter.state.enqueue(waiter);
+        waiter.session.add(waiter);
+        this.#waiters += 1;
+      },
+      dropWaiter: (waiter) => this.#dropWaiter(waiter),
+      unhold: (state) => this.#unhold(state),
+      grantWaiting: (state) => this.#grantWaiting(state),
+      forgetIfIdle: (state) => this.#forgetIfIdle(state),
+      granting: () => this.#granting,
+    };
   }
 
   /** Keys currently held. */
@@ -246,7 +266,7 @@ export class LockEngine<P> {
       return { ...outcomes[0]!, keys } as BundleOutcome<P>;
     }
     const first = this.#keys.get(keys[0]!);
-    const held = first === undefined ? undefined : this.#bundles.get(first.token);
+    const held = first === undefined ? undefined : this.#bundles.held(first.token);
     if (held !== undefined && first!.holderId === input.id) {
       for (const key of held.keys) this.#replay(this.#keys.get(key)!, session);
       return { status: "granted", token: held.token, replayed: true, slot: undefined, keys: held.keys };
@@ -269,8 +289,8 @@ export class LockEngine<P> {
     }
     if (this.#holders + keys.length > this.#limits.maxKeys)
       return { status: "rejected", code: "TOO_MANY_KEYS" };
-    if (free) return { ...this.#grantBundleNow(keys, input, session), keys };
-    this.#enqueueBundle(keys, states, input, session);
+    if (free) return { ...this.#bundles.grantNow(keys, input, session), keys };
+    this.#bundles.enqueue(keys, states, input, session);
     return { status: "queued", displaced: undefined, keys };
   }
 
@@ -307,9 +327,9 @@ export class LockEngine<P> {
     if (state !== undefined && state.token === token && token !== NO_TOKEN) {
       // An exclusive holder: the common case, without the lookups a shared holder needs.
       this.counters.releases += 1;
-      const bundle = this.#bundles.size === 0 ? undefined : this.#bundles.get(token);
+      const bundle = this.#bundles.held(token);
       if (bundle !== undefined) {
-        this.#freeBundle(bundle, "release");
+        this.#bundles.free(bundle, "release");
         return true;
       }
       this.#journal?.free(key, token, "release", false);
@@ -332,9 +352,9 @@ export class LockEngine<P> {
     const held = this.#find(key, token);
     if (held === undefined) return false;
     this.counters.extensions += 1;
-    const bundle = this.#bundles.size === 0 ? undefined : this.#bundles.get(token);
+    const bundle = this.#bundles.held(token);
     if (bundle !== undefined) {
-      for (const other of bundle.keys) this.#extendHeld(this.#keys.get(other)!, leaseMs);
+      this.#bundles.extend(bundle, leaseMs);
       return true;
     }
     this.#heap.schedule(held, this.#clock.now() + leaseMs);
@@ -353,7 +373,7 @@ export class LockEngine<P> {
     if (waiter === undefined) return undefined;
     this.counters.cancels += 1;
     if (waiter.bundle !== undefined)
-      this.#withdrawBundle(waiter.bundle, withdrawn && (() => withdrawn(waiter.payload)));
+      this.#bundles.withdraw(waiter.bundle, withdrawn && (() => withdrawn(waiter.payload)));
     else this.#withdraw(waiter, withdrawn && (() => withdrawn(waiter.payload)));
     return waiter.payload;
   }
@@ -416,26 +436,11 @@ export class LockEngine<P> {
     }
     const held = this.#replaceForInstall(state, token, mode, slot);
     const record = held ?? this.#hold(state, mode, token, id, undefined, slot);
-    if (mode.kind === "exclusive") this.#installedExclusive(key, token);
+    if (mode.kind === "exclusive") this.#bundles.installed(key, token);
     record.holderId = id;
     const deadline = this.#clock.now() + leaseMs;
     if (this.#deferDeadlines) record.deadline = deadline;
     else this.#heap.schedule(record, deadline);
-  }
-
-  /**
-   * A replicated bundle arrives as one grant per key, in a row, all with its token (tokens are
-   * unique per grant, so two keys held exclusively by one token are one bundle): the keys are tied
-   * together again here, so a promoted standby releases, extends and expires them as one.
-   */
-  #installedExclusive(key: string, token: bigint): void {
-    const last = this.#lastInstalled;
-    this.#lastInstalled = { key, token };
-    if (last === undefined || last.token !== token || last.key === key) return;
-    if (this.#keys.get(last.key)?.token !== token) return;
-    const bundle = this.#bundles.get(token);
-    if (bundle === undefined) this.#bundles.set(token, new HeldBundle([last.key, key], token));
-    else if (!bundle.keys.includes(key)) bundle.keys.push(key);
   }
 
   /**
@@ -451,7 +456,7 @@ export class LockEngine<P> {
     if (mode.kind === "exclusive") {
       if (state.token === NO_TOKEN) this.#dropHolderSet(state);
       else {
-        if (state.token !== token) this.#bundles.delete(state.token);
+        if (state.token !== token) this.#bundles.untie(state.token);
         this.#unhold(state);
       }
       return undefined;
@@ -546,7 +551,7 @@ export class LockEngine<P> {
     const state = this.#keys.get(key);
     if (state === undefined) return;
     // A replicated bundle's keys are freed one frame each: its tie goes with the first.
-    if (state.token !== NO_TOKEN) this.#bundles.delete(state.token);
+    if (state.token !== NO_TOKEN) this.#bundles.untie(state.token);
     const holders = state.holders;
     if (token !== undefined && holders !== undefined) {
       const holder = holders.get(token);
@@ -573,7 +578,6 @@ export class LockEngine<P> {
       }
     this.#keys.clear();
     this.#bundles.clear();
-    this.#lastInstalled = undefined;
     this.#holders = 0;
     this.#maxToken = 0n;
     this.#listing.cleared();
@@ -610,7 +614,7 @@ export class LockEngine<P> {
   *holders(): Generator<SnapshotHolder> {
     for (const map of this.#keys.maps)
       for (const state of map.values()) {
-        const bundle = this.#bundles.size === 0 ? undefined : this.#bundles.get(state.token);
+        const bundle = this.#bundles.held(state.token);
         // A bundle's keys go in a row, at its first key, so the receiver ties them together again.
         if (bundle !== undefined) {
           if (bundle.keys[0] === state.key) for (const key of bundle.keys) yield* this.keyHolders(key);
@@ -676,11 +680,11 @@ export class LockEngine<P> {
       if (entry instanceof Waiter) {
         this.counters.timeouts += 1;
         const timedOut = () => this.#events.timedOut(entry.payload, entry.state.key, entry.id);
-        if (entry.bundle !== undefined) this.#withdrawBundle(entry.bundle, timedOut);
+        if (entry.bundle !== undefined) this.#bundles.withdraw(entry.bundle, timedOut);
         else this.#withdraw(entry, timedOut);
-      } else if (entry instanceof KeyState && this.#bundles.has(entry.token)) {
+      } else if (entry instanceof KeyState && this.#bundles.held(entry.token) !== undefined) {
         this.counters.expiries += 1;
-        this.#freeBundle(this.#bundles.get(entry.token)!, "expiry");
+        this.#bundles.free(this.#bundles.held(entry.token)!, "expiry");
       } else {
         this.counters.expiries += 1;
         this.#journal?.free(keyOf(entry), entry.token, "expiry", entry instanceof Holder);
@@ -931,7 +935,7 @@ export class LockEngine<P> {
     for (let head = state.head; head !== undefined; head = state.head) {
       if (head.bundle !== undefined) {
         // Granted only if it heads all its keys' queues with every key free; else all behind wait.
-        if (first === undefined && head.bundle.grantable()) this.#grantQueuedBundle(head.bundle);
+        if (first === undefined && head.bundle.grantable()) this.#bundles.grantQueued(head.bundle);
         break;
       }
       if (!this.#holdRule(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
@@ -1032,7 +1036,7 @@ export class LockEngine<P> {
    */
   #withdraw(waiter: Waiter<P>, then?: () => void): void {
     if (waiter.bundle !== undefined) {
-      this.#withdrawBundle(waiter.bundle, then);
+      this.#bundles.withdraw(waiter.bundle, then);
       return;
     }
     const state = waiter.state;
@@ -1047,107 +1051,9 @@ export class LockEngine<P> {
     return this.#semaphores?.limitOf(key) === undefined ? undefined : "semaphore";
   }
 
-  /** Every key of a bundle is free with nobody queued: each is held by one new token, one lease. */
-  #grantBundleNow(keys: readonly string[], input: BundleInput<P>, session: Session<P>): GrantedOutcome {
-    const token = this.#nextToken();
-    const deadline = this.#clock.now() + input.leaseMs;
-    for (const key of keys) {
-      const state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
-      this.#keys.add(key, state);
-      this.#listing.added(key);
-      this.#hold(state, EXCLUSIVE, token, input.id, session, -1);
-      this.#heap.schedule(state, deadline);
-      this.#journal?.grant(key, token, input.leaseMs, input.id, deadline);
-    }
-    this.#bundles.set(token, new HeldBundle([...keys], token));
-    this.counters.grants += 1;
-    return { status: "granted", token, replayed: false, slot: undefined };
-  }
-
-  /** Joins every key's queue in this one step (a key nobody holds gets a record that only queues). */
-  #enqueueBundle(
-    keys: readonly string[],
-    states: ReadonlyArray<KeyState<P> | undefined>,
-    input: BundleInput<P>,
-    session: Session<P>,
-  ): void {
-    const now = this.#clock.now();
-    const bundle = new QueuedBundle<P>(keys, input.id);
-    for (const [i, key] of keys.entries()) {
-      let state = states[i];
-      if (state === undefined) {
-        state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
-        this.#keys.add(key, state);
-        this.#listing.added(key);
-      }
-      const waiter = new Waiter(state, session, input.payload, input.leaseMs, input.id, EXCLUSIVE, now);
-      waiter.bundle = bundle;
-      bundle.waiters.push(waiter);
-      if (state.waiterCount === 0) this.#contended.add(state);
-      state.enqueue(waiter);
-      session.add(waiter);
-      this.#waiters += 1;
-    }
-    this.#scheduleWait(bundle.first, input.waitMs);
-  }
-
   #scheduleWait(waiter: Waiter<P>, waitMs: number): void {
     if (waitMs > 0) this.#heap.schedule(waiter, this.#clock.now() + waitMs);
     else this.#heap.remove(waiter);
-  }
-
-  /** A queued bundle heads all its keys' queues and they are all free: it holds them all now. */
-  #grantQueuedBundle(bundle: QueuedBundle<P>): void {
-    const token = this.#nextToken();
-    const now = this.#clock.now();
-    const first = bundle.first;
-    const deadline = now + first.leaseMs;
-    for (const waiter of bundle.waiters) {
-      this.#dropWaiter(waiter);
-      this.#hold(waiter.state, EXCLUSIVE, token, bundle.id, waiter.session, -1);
-      this.#heap.schedule(waiter.state, deadline);
-      this.#journal?.grant(waiter.state.key, token, first.leaseMs, bundle.id, deadline);
-    }
-    this.#bundles.set(token, new HeldBundle([...bundle.keys], token));
-    this.counters.grants += 1;
-    this.counters.handoffs += 1;
-    this.#events.granted(first.payload, bundle.keys[0]!, token, bundle.id, now - first.queuedAt, undefined);
-  }
-
-  #extendHeld(state: KeyState<P>, leaseMs: number): void {
-    this.#heap.schedule(state, this.#clock.now() + leaseMs);
-    this.#journal?.extend(state.key, state.token, leaseMs, state.holderId, state.deadline, false);
-  }
-
-  /**
-   * A bundle's grant ends (released or expired): every key is let go first, then each key's queue
-   * is served, so a bundle queued for the same keys finds them all free.
-   */
-  #freeBundle(bundle: HeldBundle, cause: "release" | "expiry"): void {
-    this.#bundles.delete(bundle.token);
-    const states = bundle.keys.map((key) => this.#keys.get(key)!);
-    for (const state of states) {
-      this.#journal?.free(state.key, bundle.token, cause, false);
-      this.#unhold(state);
-    }
-    for (const state of states) {
-      if (state.holderCount === 0) this.#grantWaiting(state);
-      this.#forgetIfIdle(state);
-    }
-  }
-
-  /**
-   * A queued bundle leaves without a grant (cancelled, timed out, its connection gone) from every
-   * queue at once; `then` runs once it is gone, and the keys it headed serve their next waiters.
-   */
-  #withdrawBundle(bundle: QueuedBundle<P>, then?: () => void): void {
-    const headed = bundle.waiters.filter((waiter) => waiter.state.head === waiter).map((w) => w.state);
-    for (const waiter of bundle.waiters) this.#dropWaiter(waiter);
-    then?.();
-    for (const state of headed)
-      if (this.#granting && this.#keys.get(state.key) === state && state.holderCount === 0)
-        this.#grantWaiting(state);
-    for (const waiter of bundle.waiters) this.#forgetIfIdle(waiter.state);
   }
 
   /** A key with no holder and nobody queued (a bundle left it) is not kept. */
