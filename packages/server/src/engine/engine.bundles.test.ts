@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "./clock.js";
 import { LockEngine } from "./engine.js";
@@ -145,5 +146,98 @@ describe("LockEngine bundles on a standby", () => {
     standby.engine.removeHolder("a", t(1));
     expect(standby.engine.release("b", t(1))).toBe(true);
     expect(standby.journal).toEqual(["F b 1 release"]);
+  });
+});
+
+describe("LockEngine bundles replicated (property)", () => {
+  type Op =
+    | { kind: "bundle"; keys: string[]; leaseMs: number }
+    | { kind: "single"; key: string; leaseMs: number }
+    | { kind: "release"; pick: number; key: number }
+    | { kind: "advance"; ms: number };
+  const KEYS = ["a", "b", "c", "d"];
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({
+      kind: fc.constant("bundle" as const),
+      keys: fc.array(fc.constantFrom(...KEYS), { minLength: 1, maxLength: 4 }),
+      leaseMs: fc.integer({ min: 1, max: 50 }),
+    }),
+    fc.record({
+      kind: fc.constant("single" as const),
+      key: fc.constantFrom(...KEYS),
+      leaseMs: fc.integer({ min: 1, max: 50 }),
+    }),
+    fc.record({ kind: fc.constant("release" as const), pick: fc.nat(9), key: fc.nat(3) }),
+    fc.record({ kind: fc.constant("advance" as const), ms: fc.nat(30) }),
+  );
+
+  /** Each grant of `engine` by token, with its keys: what a standby must tie together alike. */
+  const grants = (engine: LockEngine<string>) => {
+    const byToken = new Map<bigint, string[]>();
+    for (const h of engine.holders()) byToken.set(h.token, [...(byToken.get(h.token) ?? []), h.key].sort());
+    return byToken;
+  };
+
+  it("a standby fed the live stream, or a snapshot, releases each bundle as one, as the active would", () => {
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+        const clock = new ManualClock(0);
+        const standby = new LockEngine<string>({
+          clock,
+          tokens: new TokenIssuer(1n, () => 2n),
+          events: { granted: () => {}, timedOut: () => {} },
+        });
+        const active = new LockEngine<string>({
+          clock,
+          tokens: new TokenIssuer(1n, () => 2n),
+          events: { granted: () => {}, timedOut: () => {} },
+          journal: {
+            grant: (key, token, leaseMs, id) => standby.installHolder(key, token, leaseMs, id),
+            free: (key, token) => standby.removeHolder(key, token),
+            extend: (key, token, leaseMs) => standby.installExtension(key, token, leaseMs),
+          },
+        });
+        const session = active.openSession();
+        let n = 0;
+        for (const o of ops) {
+          n += 1;
+          if (o.kind === "bundle")
+            active.acquireAll(session, {
+              keys: o.keys,
+              leaseMs: o.leaseMs,
+              waitMs: 0,
+              id: `b${n}`,
+              payload: "",
+            });
+          else if (o.kind === "single")
+            active.acquire(session, { key: o.key, leaseMs: o.leaseMs, waitMs: 0, id: `s${n}`, payload: "" });
+          else if (o.kind === "release") {
+            const held = [...grants(active)];
+            const [token, keys] = held[o.pick % Math.max(1, held.length)] ?? [0n, []];
+            if (keys.length > 0) active.release(keys[o.key % keys.length]!, token);
+          } else {
+            clock.advance(o.ms);
+            active.tick();
+          }
+        }
+        const expected = grants(active);
+        const fromSnapshot = new LockEngine<string>({
+          clock,
+          tokens: new TokenIssuer(1n, () => 2n),
+          events: { granted: () => {}, timedOut: () => {} },
+        });
+        for (const h of active.holders()) fromSnapshot.installHolder(h.key, h.token, h.remainingMs, h.id);
+        for (const replica of [standby, fromSnapshot]) {
+          expect(grants(replica)).toEqual(expected);
+          // Releasing each grant by its last key frees all its keys, and nothing else.
+          for (const [token, keys] of expected) {
+            expect(replica.release(keys.at(-1)!, token)).toBe(true);
+            for (const key of keys) expect(replica.holdersOf(key).some((h) => h.token === token)).toBe(false);
+          }
+          expect(replica.keyCount).toBe(0);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
