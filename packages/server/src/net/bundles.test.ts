@@ -1,5 +1,7 @@
+import { SlotMap } from "@lock/protocol";
 import { describe, expect, it } from "vitest";
 import { crossSlotKey } from "../session/bundle-checks.js";
+import { SlotGate } from "../slots/slot-gate.js";
 import { client, serve } from "./serve.test.data.js";
 
 /** The bundle verb (`B`) over real sockets: one token for all keys, replies by the first key sent. */
@@ -40,6 +42,25 @@ describe("B over real sockets", () => {
     const c = await client(server);
     server.node.lockModesRefusal = () => "the cluster node 10.0.0.9:7420 runs an older lockd";
     expect(await c.request("B a 30 0 t1 b")).toMatch(/^E B a BUNDLES_UNAVAILABLE t1 the cluster node /);
+  });
+
+  it("with a slot map, refuses keys of two slots (CROSS_SLOT) and redirects a bundle of another cluster by its first key", async () => {
+    const gate = new SlotGate("east", { activeOf: () => "127.0.0.1:7102" });
+    const clusters = new Map([
+      ["east", ["127.0.0.1:7001"]],
+      ["west", ["127.0.0.1:7102"]],
+    ]);
+    gate.update(
+      SlotMap.of(4n, clusters, [
+        { from: 0, to: 8191, cluster: "east" },
+        { from: 8192, to: 16383, cluster: "west" },
+      ]),
+    );
+    const c = await client(await serve({ slots: gate }));
+    // keySlot("bar") is 5061 (east's), keySlot("foo") 12182 (west's).
+    expect(await c.request("B bar 30 0 t1 foo")).toMatch(/^E B bar CROSS_SLOT t1 foo is in another key slot/);
+    expect(await c.request("B {bar}:1 30 0 t2 {bar}:2")).toMatch(/^B \{bar\}:1 \d+ t2$/);
+    expect(await c.request("B {foo}:1 30 0 t3 {foo}:2")).toBe("S B {foo}:1 12182 4 west 127.0.0.1:7102 t3");
   });
 
   it("finds a key of another slot (CROSS_SLOT), and none when the keys share a hash tag", () => {
