@@ -9,6 +9,9 @@ import type {
 import { EXCLUSIVE } from "./lock-mode.js";
 import { type KeyState, QueuedBundle, type Session, Waiter } from "./records.js";
 
+/** How many recent installs a standby remembers to tie a replicated bundle's keys together. */
+const INSTALL_WINDOW = 64;
+
 /**
  * The engine's table and records as the bundle steps use them: LockEngine implements it over its
  * own state (engine.ts), so these steps keep its counts, queues and heap exact.
@@ -42,8 +45,11 @@ export interface BundleHost<P> {
  */
 export class BundleSteps<P> {
   readonly #held = new Map<bigint, HeldBundle>();
-  /** The last exclusive holder a standby installed (a replicated bundle's keys come in a row). */
-  #lastInstalled: { key: string; token: bigint } | undefined = undefined;
+  /**
+   * The latest exclusive holders a standby installed, by token, at most INSTALL_WINDOW: a replicated
+   * bundle's keys come in a row, or nearly (a snapshot's slices may let a few live changes in).
+   */
+  readonly #lastInstalled = new Map<bigint, string>();
 
   constructor(
     private readonly host: BundleHost<P>,
@@ -64,7 +70,7 @@ export class BundleSteps<P> {
 
   clear(): void {
     this.#held.clear();
-    this.#lastInstalled = undefined;
+    this.#lastInstalled.clear();
   }
 
   /** Every key of a bundle is free with nobody queued: each is held by one new token, one lease. */
@@ -170,12 +176,14 @@ export class BundleSteps<P> {
    * standby releases, extends and expires them as one.
    */
   installed(key: string, token: bigint): void {
-    const last = this.#lastInstalled;
-    this.#lastInstalled = { key, token };
-    if (last === undefined || last.token !== token || last.key === key) return;
-    if (this.host.key(last.key)?.token !== token) return;
+    const recent = this.#lastInstalled;
+    const other = recent.get(token);
+    recent.delete(token);
+    recent.set(token, key);
+    if (recent.size > INSTALL_WINDOW) recent.delete(recent.keys().next().value!);
+    if (other === undefined || other === key || this.host.key(other)?.token !== token) return;
     const bundle = this.#held.get(token);
-    if (bundle === undefined) this.#held.set(token, new HeldBundle([last.key, key], token));
+    if (bundle === undefined) this.#held.set(token, new HeldBundle([other, key], token));
     else if (!bundle.keys.includes(key)) bundle.keys.push(key);
   }
 }

@@ -139,6 +139,15 @@ describe("LockEngine bundles on a standby", () => {
     expect(standby.journal).toEqual(["F a 1 release", "F b 1 release"]);
   });
 
+  it("ties a bundle's keys even with a few other holders installed between them (a snapshot's slices)", () => {
+    const standby = setup();
+    standby.engine.installHolder("a", t(1), 1000, "ab");
+    standby.engine.installHolder("x", t(2), 1000, "x");
+    standby.engine.installHolder("b", t(1), 1000, "ab");
+    expect(standby.engine.release("a", t(1))).toBe(true);
+    expect([standby.engine.isHeld("b"), standby.engine.isHeld("x")]).toEqual([false, true]);
+  });
+
   it("lets a replicated free of one key untie the bundle (the frees of its other keys follow)", () => {
     const standby = setup();
     standby.engine.installHolder("a", t(1), 1000, "ab");
