@@ -23,6 +23,8 @@ import { SIM_CLUSTER, type SimStore } from "./sim-store.js";
 
 /** What the simulator learns from a node as it runs: its replies as they leave, role changes. */
 export interface NodeObserver {
+  /** A bundle's grant (after `issued` for its first key): all its keys. */
+  bundleIssued?(node: SimNode, keys: readonly string[], token: bigint): void;
   /** A grant (or a replayed grant) left this node for a client at `now`. */
   issued(node: SimNode, key: string, token: bigint, id: string | undefined, leaseMs: number): void;
   /** An acquire was queued on this node (no immediate answer). */
@@ -172,7 +174,9 @@ class ClientSession implements ConnectionEnd {
 
   /** A bundle's grant holds every one of its keys, under its one token (all or nothing). */
   #checkBundle(id: string, token: bigint): void {
-    for (const key of this.#bundles.get(id) ?? []) {
+    const keys = this.#bundles.get(id) ?? [];
+    this.node.observer.bundleIssued?.(this.node, keys, token);
+    for (const key of keys) {
       const holders = this.node.lock!.holdersOf(key).map((holder) => holder.token);
       if (holders.length !== 1 || holders[0] !== token)
         this.node.observer.violation(

@@ -148,6 +148,7 @@ function recordingObserver(
       history.issued(node.term, node.name, key, token, label, leaseMs, told, coordinator);
       slots()?.granted(node.name, cluster, key, token, node.gate?.map);
     },
+    bundleIssued: (_node, keys, token) => history.bundleKeys(keys, token),
     queued: (node, key, id) => history.queued(node.term, key, labels.label(id)),
     dequeued: (node, key, id, granted) => history.dequeued(node.term, key, labels.label(id), granted),
     refusedRelease: (node, key, token) => history.refusedRelease(node.term, key, token),
