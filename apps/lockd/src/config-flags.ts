@@ -128,6 +128,12 @@ export const FLAGS = {
     count: { min: 1 },
   },
   "max-keys": { env: "LOCKD_MAX_KEYS", help: "keys held at once", limit: "maxKeys", count: { min: 1 } },
+  "max-bundle-keys": {
+    env: "LOCKD_MAX_BUNDLE_KEYS",
+    help: "distinct keys in one bundle (B)",
+    limit: "maxBundleKeys",
+    count: { min: 1 },
+  },
   "max-connections": {
     env: "LOCKD_MAX_CONNECTIONS",
     help: "open client connections",

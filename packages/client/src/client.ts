@@ -1,7 +1,15 @@
 import { keySlot, type LockMode, type Request } from "@lock/protocol";
 import { type AcquireContext, AcquireOp, type AcquireSpec } from "./acquire.js";
+import { bundleKeys } from "./bundle-keys.js";
 import { type ElectOptions, elect, type Leadership } from "./election.js";
-import { AbortError, ClientClosedError, LockLostError, LockServerError, ProtocolError } from "./errors.js";
+import {
+  AbortError,
+  ClientClosedError,
+  InvalidArgumentError,
+  LockLostError,
+  LockServerError,
+  ProtocolError,
+} from "./errors.js";
 import { type ClientEventListener, type ClientEventName, Emitter } from "./events.js";
 import { RequestIds } from "./ids.js";
 import { LinkedSet } from "./linked-set.js";
@@ -162,6 +170,26 @@ export class LockClient implements AsyncDisposable {
     return this.#acquire("A", key, options) as Promise<Lock>;
   }
 
+  /**
+   * Waits for every key of `keys` at once (a bundle, `B`: docs/protocol.md, "Bundles") and resolves
+   * with one Lock for them all: one token, one lease, `lock.keys` sorted, released and extended as
+   * one. Two bundles never deadlock each other, whatever order their keys are listed in. Rejects as
+   * `acquire` does, and with LockServerError `TOO_MANY_BUNDLE_KEYS` (more keys than the server
+   * allows) or `KIND_MISMATCH`; with a slot map, keys of different slots reject with
+   * LockServerError `CROSS_SLOT` before anything is sent (tag them: `{acct}:a`, `{acct}:b`).
+   */
+  acquireAll(keys: readonly string[], options: AcquireOptions): Promise<Lock> {
+    let bundle: string[];
+    try {
+      bundle = bundleKeys(keys, this.#options.maxKeyBytes, this.#router.map);
+      if (options?.mode !== undefined && options.mode !== "exclusive")
+        throw new InvalidArgumentError("a bundle holds its keys exclusively: no mode");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#acquire("A", bundle[0]!, options, bundle) as Promise<Lock>;
+  }
+
   /** Takes the lock only if it is free right now (nobody holds it or waits for it); null if not. */
   tryAcquire(key: string, options: TryAcquireOptions): Promise<Lock | null> {
     return this.#acquire("Y", key, options);
@@ -272,7 +300,12 @@ export class LockClient implements AsyncDisposable {
     await this.close();
   }
 
-  #acquire(mode: "A" | "Y", key: string, options: AcquireOptions): Promise<Lock | null> {
+  #acquire(
+    mode: "A" | "Y",
+    key: string,
+    options: AcquireOptions,
+    keys?: readonly string[],
+  ): Promise<Lock | null> {
     let op: AcquireOp<Lock>;
     try {
       if (this.#closing !== undefined) throw new ClientClosedError();
@@ -285,7 +318,8 @@ export class LockClient implements AsyncDisposable {
       const signal = options.signal;
       if (signal?.aborted) throw new AbortError(`acquire of ${JSON.stringify(key)}`, signal.reason);
       const lockMode = checkLockMode(options);
-      const spec: AcquireSpec = { mode, lockMode, key, leaseMs, waitMs, id: this.#ids.next(), waitForReady };
+      const id = this.#ids.next();
+      const spec: AcquireSpec = { mode, lockMode, key, leaseMs, waitMs, id, waitForReady, keys };
       op = new AcquireOp(spec, this.#acquireContext, signal);
     } catch (error) {
       return Promise.reject(error);
@@ -311,6 +345,7 @@ export class LockClient implements AsyncDisposable {
       mode: lockMode.kind,
       slot,
       permits: lockMode.kind === "permit" ? lockMode.limit : undefined,
+      keys: op.spec.keys,
     };
     const lock = Lock.create(this.#backend, key, token, leaseMs, expiresAt, id, late, hold);
     op.trace?.heldBy(lock);

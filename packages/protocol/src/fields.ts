@@ -71,6 +71,7 @@ const REQUEST_OPS: ReadonlySet<string> = new Set<RequestOp>([
   "K",
   "O",
   "U",
+  "B",
 ]);
 
 export function isRequestOp(verb: string): verb is RequestOp {

@@ -5,6 +5,7 @@ import { isValidAddress, isValidInfoName, isValidInfoValue, isValidNonce, toMess
 import { KEY_SLOTS } from "./key-slot.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import {
+  type BundleGrantedReply,
   ERROR_CODES,
   type ErrorCode,
   type ErrorReply,
@@ -44,6 +45,8 @@ export function parseReplyFields(line: string, limits: ProtocolLimits = DEFAULT_
     case "Q":
     case "W":
       return parseModeGrant(reader(line, verb, 6, limits), verb);
+    case "B":
+      return parseBundleGrant(reader(line, "B", 5, limits));
     case "T":
     case "N":
       return parseRefusal(reader(line, verb === "T" ? "A" : "Y", 4, limits), verb);
@@ -93,6 +96,15 @@ function parseModeGrant(r: FieldReader, kind: "Q" | "W"): ModeGrantedReply | Dec
   const token = r.token(2);
   const slot = r.slot(3);
   return r.result<ModeGrantedReply>({ kind, key, token, slot, id });
+}
+
+function parseBundleGrant(r: FieldReader): BundleGrantedReply | DecodeError {
+  const wrongCount = r.expect(4, 4, "B <key> <token> <id>", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const id = r.id(3) as string;
+  const token = r.token(2);
+  return r.result<BundleGrantedReply>({ kind: "B", key, token, id });
 }
 
 function parseRefusal(r: FieldReader, kind: "T" | "N"): TimedOutReply | TryBusyReply | DecodeError {

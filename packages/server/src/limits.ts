@@ -20,6 +20,8 @@ export interface ServerLimits {
   readonly maxWaitersPerKey: number;
   /** Keys held at once (`TOO_MANY_KEYS`). */
   readonly maxKeys: number;
+  /** Distinct keys in one bundle, `B` (`TOO_MANY_BUNDLE_KEYS`). */
+  readonly maxBundleKeys: number;
   /** Open client connections (`TOO_MANY_CONNECTIONS`). */
   readonly maxConnections: number;
   /**
@@ -75,6 +77,7 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   maxPendingPerConnection: 10_000,
   maxWaitersPerKey: DEFAULT_ENGINE_LIMITS.maxWaitersPerKey,
   maxKeys: DEFAULT_ENGINE_LIMITS.maxKeys,
+  maxBundleKeys: DEFAULT_ENGINE_LIMITS.maxBundleKeys,
   maxConnections: 10_000,
   maxUnauthenticated: 1_000,
   idleTimeoutMs: 10 * 60_000,

@@ -5,6 +5,8 @@ import { type Clock, monotonicClock } from "./engine/clock.js";
 import {
   type AcquireInput,
   type AcquireOutcome,
+  type BundleInput,
+  type BundleOutcome,
   type EngineCounters,
   type EngineJournal,
   type HeldKey,
@@ -118,6 +120,8 @@ export interface LockNodeOptions {
   readonly semaphores?: readonly SemaphoreRule[];
   /** @internal The simulator's negative control only (LockEngine's holdRule). */
   readonly holdRule?: HoldRule;
+  /** @internal The simulator's negative control only (LockEngine's bundleKeyByKey). */
+  readonly bundleKeyByKey?: boolean;
 }
 
 /**
@@ -191,9 +195,14 @@ export class LockNode {
         },
         ...(options.journal ? { journal: options.journal } : {}),
         ...(this.observer.contention ? { meter: this.observer.contention } : {}),
-        limits: { maxKeys: options.limits.maxKeys, maxWaitersPerKey: options.limits.maxWaitersPerKey },
+        limits: {
+          maxKeys: options.limits.maxKeys,
+          maxWaitersPerKey: options.limits.maxWaitersPerKey,
+          maxBundleKeys: options.limits.maxBundleKeys,
+        },
         ...(options.semaphores?.length ? { semaphores: new SemaphoreRules(options.semaphores) } : {}),
         ...(options.holdRule ? { holdRule: options.holdRule } : {}),
+        ...(options.bundleKeyByKey ? { bundleKeyByKey: true } : {}),
       });
       this.watches = new WatchRegistry(this.#engine, options.limits);
       this.#timer = new DeadlineTimer(
@@ -283,6 +292,11 @@ export class LockNode {
 
   acquire(session: Session<AcquireSink>, input: AcquireInput<AcquireSink>): AcquireOutcome<AcquireSink> {
     return this.#engine.acquire(session, input);
+  }
+
+  /** A bundle (engine/bundle.ts): every key at once under one token and one lease. */
+  acquireAll(session: Session<AcquireSink>, input: BundleInput<AcquireSink>): BundleOutcome<AcquireSink> {
+    return this.#engine.acquireAll(session, input);
   }
 
   tryAcquire(

@@ -175,6 +175,23 @@ export class History {
   }
 
   /**
+   * The keys of a bundle granted with `token`, whose first key went through `issued`: with a
+   * coordinator each of its keys' tokens must rise too. (Without one, `issued` already checks the
+   * token against every earlier grant of any key.)
+   */
+  bundleKeys(keys: readonly string[], token: bigint): void {
+    const issue = this.#byToken.get(token);
+    if (!this.#coordinated || issue === undefined) return;
+    for (const key of keys) {
+      const last = this.#lastOfKey.get(key);
+      if (key === issue.key || last?.token === token) continue;
+      if (last !== undefined && token < last.token)
+        this.fail(`${key}'s token went backwards in a bundle: ${describe(last)}, then ${describe(issue)}`);
+      this.#lastOfKey.set(key, { ...issue, key });
+    }
+  }
+
+  /**
    * The holders `node` has for `key` right now (checked after every event on every serving node):
    * an exclusive holder alone, shared holders only beside shared ones, a semaphore's permits at most
    * `limit` and on distinct slots below it.

@@ -23,6 +23,7 @@ export const MUTATIONS: readonly Mutation[] = [
   "clock-behind",
   "peer-token-mismatch",
   "writer-beside-reader",
+  "bundle-key-by-key",
   "fresh-retry-id",
   "lease-overrun",
   "skip-epoch-raise",
@@ -155,6 +156,7 @@ function recordingObserver(
       history.issued(node.term, node.name, key, token, label, leaseMs, told, coordinator);
       slots()?.granted(node.name, cluster, key, token, node.gate?.map);
     },
+    bundleIssued: (_node, keys, token) => history.bundleKeys(keys, token),
     queued: (node, key, id) => history.queued(node.term, key, labels.label(id)),
     dequeued: (node, key, id, granted) => history.dequeued(node.term, key, labels.label(id), granted),
     refusedRelease: (node, key, token) => history.refusedRelease(node.term, key, token),
@@ -200,6 +202,11 @@ function schedule(
     (i) =>
       new SimApp(`c${i}`, world, history, {
         keys,
+        // Both read/write keys in either order (A,B against B,A); with a slot map they live in
+        // different clusters' slots, so a bundle there is one key.
+        bundles: world.initialMap
+          ? keys.slice(0, -1).map((key) => [key])
+          : [keys.slice(0, -1), keys.slice(0, -1).reverse()],
         servers: serversOf(world, i),
         rng: rng.fork(),
         jitter: rng.fork(),
