@@ -147,8 +147,8 @@ describe("the cluster simulator", { timeout: 240_000 }, () => {
   });
 
   it("replays a seed exactly", async () => {
-    const first = await simulate({ seed: 42 });
-    const again = await simulate({ seed: 42 });
+    const first = await simulate({ seed: 45 });
+    const again = await simulate({ seed: 45 });
     expect(again).toEqual(first);
     expect(first.counts.grants).toBeGreaterThan(0);
     // The faults reached the real client's failover code: redirects, moves and reconnects.

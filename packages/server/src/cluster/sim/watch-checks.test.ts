@@ -13,7 +13,7 @@ const issued = new Map<bigint, string>([
 function checks(promotedAfter = new Set<bigint>()) {
   const failures: string[] = [];
   const tokens = {
-    keyOf: (token: bigint) => issued.get(token),
+    granted: (token: bigint, key: string) => issued.get(token) === key,
     mayBeLost: (token: bigint) => promotedAfter.has(token),
   };
   const watch = new WatchChecks(tokens, (what) => failures.push(what));

@@ -4,7 +4,8 @@ import { type HolderSummary, sameSummary } from "../../engine/holder-summary.js"
 
 /** What the watch checks need of the run's history: who was granted which token of which key. */
 export interface IssuedTokens {
-  keyOf(token: bigint): string | undefined;
+  /** Whether a node granted `key` with `token` (alone, or as one of a bundle's keys). */
+  granted(token: bigint, key: string): boolean;
   /** Whether the grant of `token` may be unknown to the active now: after a failover or in a partition (history.ts). */
   mayBeLost(token: bigint): boolean;
 }
@@ -50,8 +51,7 @@ export class WatchChecks {
       return;
     }
     this.counts.held += 1;
-    const grantedFor = this.#issued.keyOf(token);
-    if (grantedFor !== key) this.#fail(`${shown}: no node granted ${key} that token`);
+    if (!this.#issued.granted(token, key)) this.#fail(`${shown}: no node granted ${key} that token`);
     if (mode?.kind === "exclusive" && holders !== 1)
       this.#fail(`${shown}: an exclusive key with ${holders} holders`);
     if (mode?.kind === "permit" && holders > mode.limit) this.#fail(`${shown}: more holders than permits`);
