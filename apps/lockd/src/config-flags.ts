@@ -128,6 +128,12 @@ export const FLAGS = {
     count: { min: 1 },
   },
   "max-keys": { env: "LOCKD_MAX_KEYS", help: "keys held at once", limit: "maxKeys", count: { min: 1 } },
+  "max-bundle-keys": {
+    env: "LOCKD_MAX_BUNDLE_KEYS",
+    help: "distinct keys in one bundle (B)",
+    limit: "maxBundleKeys",
+    count: { min: 1 },
+  },
   "max-connections": {
     env: "LOCKD_MAX_CONNECTIONS",
     help: "open client connections",
@@ -183,6 +189,18 @@ export const FLAGS = {
     env: "LOCKD_MAX_CONNECTION_KEYS",
     help: "keys one connection holds or has queued acquires for",
     limit: "maxKeysPerConnection",
+    count: { min: 1 },
+  },
+  "max-connection-watches": {
+    env: "LOCKD_MAX_CONNECTION_WATCHES",
+    help: "keys one connection watches (O)",
+    limit: "maxWatchesPerConnection",
+    count: { min: 1 },
+  },
+  "max-watches": {
+    env: "LOCKD_MAX_WATCHES",
+    help: "watches of all connections together (O)",
+    limit: "maxWatches",
     count: { min: 1 },
   },
   "max-unsent-bytes": {

@@ -108,6 +108,31 @@ describe("AcquireOp", () => {
     expect(finished).toBe(1);
   });
 
+  it("a bundle goes as B with its keys, re-sends B with the same id after a drop, and takes the B grant", async () => {
+    const keys = ["orders:41", "orders:42"];
+    const op = start({ key: keys[0]!, keys, waitMs: 5_000 });
+    const first = router.last();
+    expect(first.request).toEqual({ op: "B", keys, leaseMs: 30_000, waitMs: 5_000, id: "k1.1" });
+    await vi.advanceTimersByTimeAsync(1_000);
+    router.lose(first, true, new Error("reset"));
+    const retry = router.last();
+    expect(retry.request).toEqual({ ...first.request, waitMs: 4_000 });
+    router.reply(retry, { kind: "B", key: keys[0]!, token: 8n, id: SPEC.id });
+    expect(await op.promise).toEqual({ token: 8n, leaseStartBound: first.ticket.writtenAt });
+  });
+
+  it("a bundle whose wait ran out (T) rejects with LockTimeoutError; given up, it is cancelled by its first key", async () => {
+    const keys = ["a", "b"];
+    const timedOut = start({ key: "a", keys, waitMs: 100 });
+    router.reply(router.last(), { kind: "T", key: "a", id: SPEC.id });
+    await expect(timedOut.promise).rejects.toBeInstanceOf(LockTimeoutError);
+    const controller = new AbortController();
+    const aborted = start({ key: "a", keys, id: "k1.2" }, controller.signal);
+    controller.abort();
+    await expect(aborted.promise).rejects.toBeInstanceOf(AbortError);
+    expect(router.last().request).toEqual({ op: "C", key: "a", id: "k1.2" });
+  });
+
   it("after a dropped connection re-sends with the same id and what is left of the wait", async () => {
     const op = start({ waitMs: 5_000 });
     const first = router.last();

@@ -25,6 +25,8 @@ export interface AcquireSpec {
    * `retryIntervalMs` or so (jittered) until the wait runs out, so that the wait covers a restart.
    */
   readonly waitForReady: boolean;
+  /** A bundle (`B`, `acquireAll`): every key at once; `key` is the first of them. */
+  readonly keys?: readonly string[] | undefined;
 }
 
 /** What an acquire needs besides the connections. */
@@ -188,7 +190,13 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
     this.#ticket = undefined;
     if (Number.isNaN(this.#firstWrittenAt)) this.#firstWrittenAt = ticket.writtenAt;
     if (this.#settled) {
-      if (reply.kind === "A" || reply.kind === "Y" || reply.kind === "Q" || reply.kind === "W")
+      if (
+        reply.kind === "A" ||
+        reply.kind === "Y" ||
+        reply.kind === "Q" ||
+        reply.kind === "W" ||
+        reply.kind === "B"
+      )
         this.#ctx.releaseUnwanted(reply.key, reply.token, reply.id);
       else if (this.#unresolvedWrite && reply.kind !== "T" && reply.kind !== "N") {
         this.#ctx.releaseIfGranted(this.spec.key, this.spec.id, this.spec.lockMode);
@@ -201,6 +209,7 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
       case "Y":
       case "Q":
       case "W":
+      case "B":
         this.#ctx.router.served(ticket);
         this.#grant(
           reply.token,
@@ -349,9 +358,12 @@ export class AcquireOp<L> implements ReplyHandler, Linked {
         this.#deadline === Number.POSITIVE_INFINITY
           ? 0
           : Math.max(1, Math.ceil(this.#deadline - this.#ctx.timers.clock.now()));
-      request = plain
-        ? { op: "A", key, leaseMs, waitMs, id }
-        : { op: "Q", key, mode: lockMode, leaseMs, waitMs, id };
+      request =
+        this.spec.keys !== undefined
+          ? { op: "B", keys: this.spec.keys, leaseMs, waitMs, id }
+          : plain
+            ? { op: "A", key, leaseMs, waitMs, id }
+            : { op: "Q", key, mode: lockMode, leaseMs, waitMs, id };
     }
     this.#ticket = this.#ctx.router.send(request, this, address);
     if (this.#ticket !== undefined) return;

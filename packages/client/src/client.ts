@@ -1,11 +1,20 @@
 import { keySlot, type LockMode, type Request } from "@lock/protocol";
 import { type AcquireContext, AcquireOp, type AcquireSpec } from "./acquire.js";
+import { bundleKeys } from "./bundle-keys.js";
 import { type ElectOptions, elect, type Leadership } from "./election.js";
-import { AbortError, ClientClosedError, LockLostError, LockServerError, ProtocolError } from "./errors.js";
+import {
+  AbortError,
+  ClientClosedError,
+  InvalidArgumentError,
+  LockLostError,
+  LockServerError,
+  ProtocolError,
+} from "./errors.js";
 import { type ClientEventListener, type ClientEventName, Emitter } from "./events.js";
 import { RequestIds } from "./ids.js";
 import { LinkedSet } from "./linked-set.js";
 import { Lock, type LockBackend } from "./lock.js";
+import { type HolderState, KeyObserver, type ObserveContext, type ObserveOptions } from "./observe.js";
 import {
   checkDuration,
   checkFlag,
@@ -97,6 +106,9 @@ export class LockClient implements AsyncDisposable {
   readonly #acquireContext: AcquireContext<Lock>;
   readonly #retryPolicy: RetryPolicy;
   #closing: Promise<void> | undefined;
+  /** Iterators `observe()` handed out that have not ended. */
+  readonly #observers = new Set<KeyObserver>();
+  readonly #observeContext: ObserveContext;
   #closed = false;
 
   constructor(options: LockClientOptions) {
@@ -133,6 +145,18 @@ export class LockClient implements AsyncDisposable {
         this.#events.emit("retry", { key: spec.key, id: spec.id, attempt, error });
       },
     };
+    this.#observeContext = {
+      timers: this.#timers,
+      retryIntervalMs: this.#options.retryIntervalMs,
+      subscribe: (key, done) =>
+        this.#retrying(
+          { op: "O", key },
+          undefined,
+          (retrying, error) => done(retrying.reply, retrying.ticket?.connection, error),
+          false,
+        ),
+      ended: (observer) => this.#observers.delete(observer),
+    };
   }
 
   /**
@@ -144,6 +168,26 @@ export class LockClient implements AsyncDisposable {
    */
   acquire(key: string, options: AcquireOptions): Promise<Lock> {
     return this.#acquire("A", key, options) as Promise<Lock>;
+  }
+
+  /**
+   * Waits for every key of `keys` at once (a bundle, `B`: docs/protocol.md, "Bundles") and resolves
+   * with one Lock for them all: one token, one lease, `lock.keys` sorted, released and extended as
+   * one. Two bundles never deadlock each other, whatever order their keys are listed in. Rejects as
+   * `acquire` does, and with LockServerError `TOO_MANY_BUNDLE_KEYS` (more keys than the server
+   * allows) or `KIND_MISMATCH`; with a slot map, keys of different slots reject with
+   * LockServerError `CROSS_SLOT` before anything is sent (tag them: `{acct}:a`, `{acct}:b`).
+   */
+  acquireAll(keys: readonly string[], options: AcquireOptions): Promise<Lock> {
+    let bundle: string[];
+    try {
+      bundle = bundleKeys(keys, this.#options.maxKeyBytes, this.#router.map);
+      if (options?.mode !== undefined && options.mode !== "exclusive")
+        throw new InvalidArgumentError("a bundle holds its keys exclusively: no mode");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#acquire("A", bundle[0]!, options, bundle) as Promise<Lock>;
   }
 
   /** Takes the lock only if it is free right now (nobody holds it or waits for it); null if not. */
@@ -185,6 +229,22 @@ export class LockClient implements AsyncDisposable {
       key,
       options,
     );
+  }
+
+  /**
+   * Who holds `key`, now and at every change: an async iterator of holder states
+   * (`{ key, held, token, mode, holders }`; the token is a leadership term when the key elects a
+   * leader). The first state is the current one; after a reconnect, failover or handoff the key is
+   * watched again on the new active and its state yielded if it changed. Ends when `signal` aborts,
+   * on `break`, or when the client closes; throws the server's refusal (`TOO_MANY_WATCHES`…).
+   * Throws InvalidArgumentError at once for a bad key.
+   */
+  observe(key: string, options: ObserveOptions = {}): AsyncIterableIterator<HolderState> {
+    checkKey(key, this.#options.maxKeyBytes);
+    const observer = new KeyObserver(key, this.#observeContext, options.signal);
+    if (this.#closing !== undefined) observer.end();
+    else this.#observers.add(observer);
+    return observer;
   }
 
   /**
@@ -240,7 +300,12 @@ export class LockClient implements AsyncDisposable {
     await this.close();
   }
 
-  #acquire(mode: "A" | "Y", key: string, options: AcquireOptions): Promise<Lock | null> {
+  #acquire(
+    mode: "A" | "Y",
+    key: string,
+    options: AcquireOptions,
+    keys?: readonly string[],
+  ): Promise<Lock | null> {
     let op: AcquireOp<Lock>;
     try {
       if (this.#closing !== undefined) throw new ClientClosedError();
@@ -253,7 +318,8 @@ export class LockClient implements AsyncDisposable {
       const signal = options.signal;
       if (signal?.aborted) throw new AbortError(`acquire of ${JSON.stringify(key)}`, signal.reason);
       const lockMode = checkLockMode(options);
-      const spec: AcquireSpec = { mode, lockMode, key, leaseMs, waitMs, id: this.#ids.next(), waitForReady };
+      const id = this.#ids.next();
+      const spec: AcquireSpec = { mode, lockMode, key, leaseMs, waitMs, id, waitForReady, keys };
       op = new AcquireOp(spec, this.#acquireContext, signal);
     } catch (error) {
       return Promise.reject(error);
@@ -279,6 +345,7 @@ export class LockClient implements AsyncDisposable {
       mode: lockMode.kind,
       slot,
       permits: lockMode.kind === "permit" ? lockMode.limit : undefined,
+      keys: op.spec.keys,
     };
     const lock = Lock.create(this.#backend, key, token, leaseMs, expiresAt, id, late, hold);
     op.trace?.heldBy(lock);
@@ -322,7 +389,12 @@ export class LockClient implements AsyncDisposable {
    * Sends an idempotent request with retries, tracked so that close() ends it; and waits for it,
    * unless it is an extension (`owedAtClose` false).
    */
-  #retrying(request: Request, untilMs: number | undefined, done: RetryCallback, owedAtClose = true): void {
+  #retrying(
+    request: Request,
+    untilMs: number | undefined,
+    done: RetryCallback,
+    owedAtClose = true,
+  ): RetryingRequest {
     const retrying = new RetryingRequest(
       this.#router,
       this.#timers,
@@ -335,6 +407,7 @@ export class LockClient implements AsyncDisposable {
     // After close there is no connection and no timer left to retry with.
     if (this.#closed) retrying.abandon(new ClientClosedError());
     else if (!retrying.over) (owedAtClose ? this.#background : this.#extensions).add(retrying);
+    return retrying;
   }
 
   readonly #retryOver: RetryCallback = (retrying) => {
@@ -409,6 +482,7 @@ export class LockClient implements AsyncDisposable {
 
   async #shutDown(): Promise<void> {
     for (const leadership of [...this.#leaderships]) leadership.clientClosing();
+    for (const observer of [...this.#observers]) observer.end();
     for (const op of this.#pending.toArray()) op.giveUp(new ClientClosedError());
     for (const lock of this.#held.toArray()) lock.release().catch(() => {});
     const deadline = this.#timers.clock.now() + this.#options.releaseRetryMs;

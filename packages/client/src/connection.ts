@@ -28,6 +28,16 @@ export interface ReplyHandler {
   onLost(ticket: Ticket, written: boolean, error: Error | undefined): void;
 }
 
+/**
+ * Told of the pushes for one watched key on one connection (docs/protocol.md, "Watching a key"):
+ * `pushed` with each `O` state, or with the `M`/`E`/`S` that ended the watch; `ended` when the
+ * connection closed. Called from the socket's event handlers.
+ */
+export interface WatchListener {
+  pushed(reply: Reply): void;
+  ended(): void;
+}
+
 /** A request on its way: the connection it went out on (if any yet) and who handles its outcome. */
 export class Ticket extends Outgoing {
   connection: Connection | undefined;
@@ -90,6 +100,8 @@ export class Connection {
   readonly #silence: SilenceWatch | undefined;
   #silenceTimer: Timer | undefined;
   #superseded = false;
+  /** Watched keys: whoever listens to each key's pushes on this connection. */
+  readonly #watches = new Map<string, Set<WatchListener>>();
 
   constructor(slot: PoolSlot, options: ResolvedOptions, timers: TimerQueue, listener: ConnectionListener) {
     this.slot = slot;
@@ -146,6 +158,28 @@ export class Connection {
    */
   get superseded(): boolean {
     return this.#superseded;
+  }
+
+  /** Routes `key`'s pushes here to `listener` (its `O` was answered on this connection). */
+  watch(key: string, listener: WatchListener): void {
+    if (this.#closed) {
+      listener.ended();
+      return;
+    }
+    let listeners = this.#watches.get(key);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.#watches.set(key, listeners);
+    }
+    listeners.add(listener);
+  }
+
+  /** Stops routing `key`'s pushes to `listener`; sends `U` once nobody here listens to the key. */
+  unwatch(key: string, listener: WatchListener): void {
+    const listeners = this.#watches.get(key);
+    if (!listeners?.delete(listener) || listeners.size > 0) return;
+    this.#watches.delete(key);
+    if (!this.#closed) this.send(new Ticket({ op: "U", key }, IGNORED, undefined));
   }
 
   /** Queues `ticket` for the next batch. Throws if the request cannot be encoded. */
@@ -266,6 +300,7 @@ export class Connection {
 
   /** A reply to no outstanding request: a connection-level error line, or a server bug. */
   #unmatched(reply: Reply): void {
+    if (this.#pushed(reply)) return;
     if (reply.kind === "E" && reply.op === "?") {
       if (reply.code === "AUTH_TIMEOUT") this.#error ??= new AuthError(`${this.address}: ${reply.message}`);
       // The server closes the connection after these; remember why for the requests it carried.
@@ -275,6 +310,20 @@ export class Connection {
       }
     }
     this.destroy(new ProtocolError(`${this.address} sent a reply that answers no request: ${reply.kind}`));
+  }
+
+  /**
+   * A push for a watched key (docs/protocol.md, "Matching replies", rule 6): an `O` state, or an
+   * `M`/`E`/`S` for `O` that ended the watch. False for anything else, or a key nobody watches here.
+   */
+  #pushed(reply: Reply): boolean {
+    const watchEnded = (reply.kind === "M" || reply.kind === "E" || reply.kind === "S") && reply.op === "O";
+    if (reply.kind !== "O" && !watchEnded) return false;
+    const listeners = this.#watches.get(reply.key);
+    if (listeners === undefined) return false;
+    if (watchEnded) this.#watches.delete(reply.key);
+    for (const listener of [...listeners]) listener.pushed(reply);
+    return true;
   }
 
   #armKeepAlive(): void {
@@ -332,8 +381,14 @@ export class Connection {
     this.#silenceTimer?.cancel();
     const error = this.#error ?? new NoServerError(`connection to ${this.address} closed`);
     this.#listener.closed(this, error);
+    const watches = [...this.#watches.values()];
+    this.#watches.clear();
+    for (const listeners of watches) for (const listener of listeners) listener.ended();
     const { unwritten, written } = this.#queue.takeAll();
     for (const ticket of unwritten) ticket.handler.onLost(ticket, false, error);
     for (const ticket of written) ticket.handler.onLost(ticket, true, error);
   }
 }
+
+/** The handler of a request whose answer nobody needs (an `U` that ends a watch). */
+const IGNORED: ReplyHandler = { onReply: () => {}, onLost: () => {} };

@@ -64,12 +64,21 @@ describe("elect against lockd", () => {
     return created;
   }
 
-  it("replaces a leader whose process was killed (kill -9) once its lease ran out, with a higher term", async () => {
+  it("replaces a leader whose process was killed (kill -9) once its lease ran out, with a higher term; observe() sees both", async () => {
     const lockd = await LockdProcess.start();
     cleanup.push(() => lockd.dispose());
     const leaseMs = 1_000;
     const first = await candidateProcess(lockd.address, "el:killed", leaseMs);
     cleanup.push(() => first.child.kill("SIGKILL"));
+    // A follower that watches the key, not a candidate: it learns each leader's term as it comes.
+    const watcher = client([lockd.address]).observe("el:killed");
+    const termsSeen: bigint[] = [];
+    const seen = (async () => {
+      for await (const state of watcher) {
+        if (state.held) termsSeen.push(state.token);
+        if (termsSeen.length === 2) return;
+      }
+    })();
     const candidate = client([lockd.address]);
     // Queued behind the leader before it dies, so the grant comes when its lease ends on the server.
     const campaign = candidate.elect("el:killed", { leaseMs, waitMs: leaseMs * 5 });
@@ -79,6 +88,8 @@ describe("elect against lockd", () => {
     const second = await campaign;
     expect(second.term).toBeGreaterThan(first.term);
     expect(second.leading).toBe(true);
+    await seen;
+    expect(termsSeen).toEqual([first.term, second.term]);
     await second.resign();
   });
 

@@ -24,6 +24,7 @@ export {
 export type { ClientEventListener, ClientEventName, ClientEvents, ConnectionRef } from "./events.js";
 export type { LockState } from "./lock.js";
 export { Lock } from "./lock.js";
+export type { HolderState, ObserveOptions } from "./observe.js";
 export type { LockClientOptions } from "./options.js";
 export { checkKey, DEFAULT_OPTIONS } from "./options.js";
 export type { SlotState } from "./server-pool.js";

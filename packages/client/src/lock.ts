@@ -49,6 +49,8 @@ export interface LockHold {
   readonly mode: "exclusive" | "shared" | "permit";
   readonly slot: number | undefined;
   readonly permits: number | undefined;
+  /** A bundle's keys (acquireAll), sorted; undefined for one key. */
+  readonly keys?: readonly string[] | undefined;
 }
 
 const EXCLUSIVE_HOLD: LockHold = { mode: "exclusive", slot: undefined, permits: undefined };
@@ -60,7 +62,13 @@ export class Lock implements AsyncDisposable {
   [NEXT]: Linked | undefined;
   /** @internal */
   [OWNER]: Linked[typeof OWNER];
+  /** The key; for a bundle (`acquireAll`), the first of its keys, through which it is released and extended. */
   readonly key: string;
+  /**
+   * Every key the lock holds: `[key]`, or a bundle's keys (`acquireAll`) in code-point order, all
+   * held under the one `token` and lease, released and extended as one.
+   */
+  readonly keys: readonly string[];
   /** The fencing token: pass it to the protected resource (see @lock/fence). */
   readonly token: bigint;
   /** The lease asked for, in ms: what autoExtend renews to and extend() defaults to. */
@@ -120,6 +128,7 @@ export class Lock implements AsyncDisposable {
   ) {
     this.#backend = backend;
     this.key = key;
+    this.keys = hold.keys ?? [key];
     this.token = token;
     this.leaseMs = leaseMs;
     this.mode = hold.mode;

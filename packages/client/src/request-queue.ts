@@ -210,6 +210,7 @@ export function answeredOp(reply: Reply): RequestOp | undefined {
     case "A":
     case "T":
     case "Q":
+    case "B":
       return "A";
     case "Y":
     case "N":
@@ -227,12 +228,12 @@ export function answeredOp(reply: Reply): RequestOp | undefined {
 
 /** The id of a waiting acquire (`A`, `Q`) that has one: such requests are matched by it. */
 function acquireId(request: Request): string | undefined {
-  return request.op === "A" || request.op === "Q" ? request.id : undefined;
+  return request.op === "A" || request.op === "Q" || request.op === "B" ? request.id : undefined;
 }
 
 /** Acquires in a mode are matched like plain ones: `Q` as `A`, `W` as `Y`. */
 export function matchedAs(op: RequestOp): RequestOp {
-  return op === "Q" ? "A" : op === "W" ? "Y" : op;
+  return op === "Q" || op === "B" ? "A" : op === "W" ? "Y" : op;
 }
 
 function replyKey(reply: Reply): string {
@@ -241,7 +242,7 @@ function replyKey(reply: Reply): string {
 
 /** Keyless verbs (P, H, I) are matched under `-`, the key `M` and `E` replies use for them. */
 function requestKey(request: Request): string {
-  return "key" in request ? request.key : "-";
+  return "key" in request ? request.key : request.op === "B" ? request.keys[0]! : "-";
 }
 
 function idOf(request: Request): string | undefined {

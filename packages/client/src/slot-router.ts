@@ -132,8 +132,9 @@ export class SlotRouter implements Router {
   }
 
   #transportFor(request: Request): Transport {
-    if (!("key" in request) || (this.#map === undefined && this.#hints.size === 0)) return this.home;
-    const slot = keySlot(request.key);
+    const key = "key" in request ? request.key : request.op === "B" ? request.keys[0] : undefined;
+    if (key === undefined || (this.#map === undefined && this.#hints.size === 0)) return this.home;
+    const slot = keySlot(key);
     const hint = this.#hints.get(slot);
     if (hint !== undefined) {
       const known = this.#clusters.has(hint.cluster);

@@ -11,7 +11,7 @@ describe("docs/protocol.md", () => {
   });
 
   it("documents every request verb", () => {
-    for (const verb of ["A", "Y", "R", "X", "C", "P", "H", "I"])
+    for (const verb of ["A", "Y", "R", "X", "C", "P", "H", "I", "B"])
       expect(protocolDoc).toContain(`| \`${verb} `);
   });
 });

@@ -5,10 +5,11 @@ import { isRequestOp, isValidInfoName, isValidInfoValue, toMessageText } from ".
 import { KEY_SLOTS } from "./key-slot.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import { formatLockMode, formatSlot } from "./lock-mode.js";
-import { ERROR_CODES, type Reply, type Request } from "./messages.js";
+import { ERROR_CODES, MAX_BUNDLE_LINE_KEYS, type Reply, type Request } from "./messages.js";
 import type { NodeRole, PeerFrame, SharedHold } from "./peer.js";
 import { isValidClusterName } from "./slot-map.js";
 import { formatToken, isValidEpoch, MAX_EPOCH } from "./token.js";
+import { encodeKeyState } from "./watch.js";
 
 /** The id field of a request or reply that must carry one. */
 function requiredId(id: string | undefined): string {
@@ -53,6 +54,19 @@ export function encodeRequest(request: Request, limits: ProtocolLimits = DEFAULT
       return "I\n";
     case "K":
       return "K\n";
+    case "O":
+    case "U":
+      return `${request.op} ${keyText(request.key, limits)}\n`;
+    case "B": {
+      const { keys, leaseMs, waitMs, id } = request;
+      if (keys.length === 0 || keys.length > MAX_BUNDLE_LINE_KEYS)
+        throw new RangeError(`a bundle has 1 to ${MAX_BUNDLE_LINE_KEYS} keys, got ${keys.length}`);
+      const rest = keys
+        .slice(1)
+        .map((key) => ` ${keyText(key, limits)}`)
+        .join("");
+      return `B ${keyText(keys[0]!, limits)} ${formatSeconds(leaseMs)} ${formatSeconds(waitMs)}${requiredId(id)}${rest}\n`;
+    }
   }
   return unknownKind("request op", request);
 }
@@ -62,6 +76,8 @@ export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMIT
     case "A":
     case "Y":
       return `${reply.kind} ${keyText(reply.key, limits)} ${formatToken(reply.token)}${idSuffix(reply.id)}\n`;
+    case "B":
+      return `B ${keyText(reply.key, limits)} ${formatToken(reply.token)}${requiredId(reply.id)}\n`;
     case "Q":
     case "W": {
       const { kind, key, token, slot, id } = reply;
@@ -76,6 +92,10 @@ export function encodeReply(reply: Reply, limits: ProtocolLimits = DEFAULT_LIMIT
       return `X ${keyText(reply.key, limits)} ${reply.extended ? "1" : "0"}\n`;
     case "C":
       return `C ${keyText(reply.key, limits)} ${reply.cancelled ? "1" : "0"}\n`;
+    case "U":
+      return `U ${keyText(reply.key, limits)} ${reply.watched ? "1" : "0"}\n`;
+    case "O":
+      return encodeKeyState(reply, limits);
     case "P":
       return `P${nonceSuffix(reply.nonce)}\n`;
     case "H":

@@ -69,6 +69,9 @@ const REQUEST_OPS: ReadonlySet<string> = new Set<RequestOp>([
   "H",
   "I",
   "K",
+  "O",
+  "U",
+  "B",
 ]);
 
 export function isRequestOp(verb: string): verb is RequestOp {

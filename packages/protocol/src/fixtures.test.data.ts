@@ -7,6 +7,7 @@ import { DEFAULT_LIMITS } from "./limits.js";
 import type { ErrorCode, Reply, Request, RequestOp } from "./messages.js";
 import type { PeerFrame } from "./peer.js";
 import { utf8 } from "./testing.test.data.js";
+import { BAD_WATCH_REPLIES, BAD_WATCH_REQUESTS, WATCH_REPLIES, WATCH_REQUESTS } from "./watch.test.data.js";
 
 export interface Fixture<T> {
   readonly line: string;
@@ -41,6 +42,7 @@ export const HEX_A = "0123456789abcdef".repeat(4);
 export const HEX_B = "f".repeat(64);
 
 export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
+  ...WATCH_REQUESTS,
   { line: "A jobs:nightly 30 0", value: { op: "A", key: "jobs:nightly", leaseMs: 30_000, waitMs: 0 } },
   {
     line: "A orders:42 30 0 job-1",
@@ -100,6 +102,22 @@ export const REQUEST_FIXTURES: readonly Fixture<Request | PeerFrame>[] = [
   {
     line: "W k p65535 30 b",
     value: { op: "W", key: "k", mode: { kind: "permit", limit: 65_535 }, leaseMs: 30_000, id: "b" },
+  },
+  {
+    line: "B {acct}:a 30 5 tx.1 {acct}:b {acct}:c",
+    value: {
+      op: "B",
+      keys: ["{acct}:a", "{acct}:b", "{acct}:c"],
+      leaseMs: 30_000,
+      waitMs: 5_000,
+      id: "tx.1",
+    },
+  },
+  { line: "B k 1.5 0 a", value: { op: "B", keys: ["k"], leaseMs: 1_500, waitMs: 0, id: "a" } },
+  // Keys go as sent, in any order and with repeats: the server sorts and de-duplicates them.
+  {
+    line: "B b 30 0 id b a",
+    value: { op: "B", keys: ["b", "b", "a"], leaseMs: 30_000, waitMs: 0, id: "id" },
   },
   { line: "R orders:42 1099511627777", value: { op: "R", key: "orders:42", token: 1_099_511_627_777n } },
   { line: "R k 0", value: { op: "R", key: "k", token: 0n } },
@@ -250,6 +268,7 @@ const INFO_LINE =
   "I version=0.1.0 role=active node=127.0.0.1:7420 active=127.0.0.1:7420 epoch=1 keys=0 waiters=0 connections=1 uptime_ms=5210";
 
 export const REPLY_FIXTURES: readonly Fixture<Reply>[] = [
+  ...WATCH_REPLIES,
   {
     line: "A jobs:nightly 1099511627777",
     value: { kind: "A", key: "jobs:nightly", token: 1_099_511_627_777n },
@@ -270,6 +289,7 @@ export const REPLY_FIXTURES: readonly Fixture<Reply>[] = [
   },
   { line: "Q tenant:9 13 4 w.1", value: { kind: "Q", key: "tenant:9", token: 13n, slot: 4, id: "w.1" } },
   { line: "W k 14 65534 b", value: { kind: "W", key: "k", token: 14n, slot: 65_534, id: "b" } },
+  { line: "B {acct}:a 15 tx.1", value: { kind: "B", key: "{acct}:a", token: 15n, id: "tx.1" } },
   { line: "R orders:42 1", value: { kind: "R", key: "orders:42", released: true } },
   { line: "R orders:42 0", value: { kind: "R", key: "orders:42", released: false } },
   { line: "X orders:42 1", value: { kind: "X", key: "orders:42", extended: true } },
@@ -349,6 +369,7 @@ export const BAD_FRAMING: readonly BadLine[] = [
 ];
 
 export const BAD_REQUESTS: readonly BadLine[] = [
+  ...BAD_WATCH_REQUESTS,
   ...BAD_FRAMING,
   { line: "R k +5", code: "BAD_TOKEN", op: "R", key: "k" },
   { line: "R k -5", code: "BAD_TOKEN", op: "R", key: "k" },
@@ -389,6 +410,10 @@ export const BAD_REQUESTS: readonly BadLine[] = [
   { line: "Q k p65536 30 5 a", code: "BAD_ARGUMENT", op: "Q", key: "k", id: "a" },
   { line: "Q k s 30 x a", code: "BAD_DURATION", op: "Q", key: "k", id: "a" },
   { line: "W k s 30", code: "BAD_SYNTAX", op: "W", key: "k" },
+  { line: "B k 30 0", code: "BAD_SYNTAX", op: "B", key: "k" },
+  { line: "B k 30 x a b", code: "BAD_DURATION", op: "B", key: "k", id: "a" },
+  { line: "B k 30 0 a b\u0002", code: "BAD_KEY", op: "B", key: "k", id: "a" },
+  { line: "B k 30 0 bad/id b", code: "BAD_ID", op: "B", key: "k" },
   { line: "W k S 30 a", code: "BAD_ARGUMENT", op: "W", key: "k", id: "a" },
   { line: `A ${KEY_1024_TWO_BYTE}x 30 0`, code: "KEY_TOO_LONG", op: "A" },
   { line: `A ${KEY_1024_FOUR_BYTE}a 30 0 j`, code: "KEY_TOO_LONG", op: "A", id: "j" },
@@ -461,6 +486,7 @@ export const BAD_REQUESTS: readonly BadLine[] = [
 ];
 
 export const BAD_REPLIES: readonly BadLine[] = [
+  ...BAD_WATCH_REPLIES,
   ...BAD_FRAMING,
   { line: "A k 1099511627777 bad!", code: "BAD_ID", op: "A", key: "k" },
   { line: "A k -1 job", code: "BAD_TOKEN", op: "A", key: "k", id: "job" },
@@ -471,6 +497,8 @@ export const BAD_REPLIES: readonly BadLine[] = [
   { line: "Q k 12 65535 a", code: "BAD_ARGUMENT", op: "Q", key: "k", id: "a" },
   { line: "Q k 12 01 a", code: "BAD_ARGUMENT", op: "Q", key: "k", id: "a" },
   { line: "W k 12 -", code: "BAD_SYNTAX", op: "W", key: "k" },
+  { line: "B k 12", code: "BAD_SYNTAX", op: "B", key: "k" },
+  { line: "B k 12 a b", code: "BAD_SYNTAX", op: "B", key: "k" },
   { line: "R k 2", code: "BAD_ARGUMENT", op: "R", key: "k" },
   { line: "R k true", code: "BAD_ARGUMENT", op: "R", key: "k" },
   { line: "X k", code: "BAD_SYNTAX", op: "X", key: "k" },

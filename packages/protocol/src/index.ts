@@ -36,6 +36,8 @@ export {
 } from "./lock-mode.js";
 export type {
   AcquireRequest,
+  BundleGrantedReply,
+  BundleRequest,
   CancelledReply,
   CancelRequest,
   ErrorCode,
@@ -67,7 +69,7 @@ export type {
   TryBusyReply,
   TryGrantedReply,
 } from "./messages.js";
-export { ERROR_CODES, FATAL_CODES, RETRYABLE_CODES } from "./messages.js";
+export { ERROR_CODES, FATAL_CODES, MAX_BUNDLE_LINE_KEYS, RETRYABLE_CODES } from "./messages.js";
 export { parseReplyLine } from "./parse-reply.js";
 export { parseRequestLine } from "./parse-request.js";
 export type {
@@ -123,3 +125,5 @@ export {
   tokenEpoch,
   tokenSequence,
 } from "./token.js";
+export { MAX_STATE_HOLDERS } from "./watch.js";
+export type { KeyStateReply, UnwatchedReply, UnwatchRequest, WatchRequest } from "./watch-messages.js";

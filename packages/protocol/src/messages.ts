@@ -6,9 +6,10 @@
 
 import type { LockMode } from "./lock-mode.js";
 import type { SlotMap } from "./slot-map.js";
+import type { KeyStateReply, UnwatchedReply, UnwatchRequest, WatchRequest } from "./watch-messages.js";
 
 /** Client-to-server request verbs (one ASCII letter each). */
-export type RequestOp = "A" | "Y" | "Q" | "W" | "R" | "X" | "C" | "P" | "H" | "I" | "K";
+export type RequestOp = "A" | "Y" | "Q" | "W" | "R" | "X" | "C" | "P" | "H" | "I" | "K" | "O" | "U" | "B";
 
 /** Acquire: wait for the key. `waitMs` 0 waits forever. `id` makes a retry find its own grant. */
 export interface AcquireRequest {
@@ -80,6 +81,23 @@ export interface CancelRequest {
   readonly id: string;
 }
 
+/**
+ * Bundle: acquire every key of `keys` at once (exclusively, one token and one lease for all), or
+ * none; waits like `A`. The id is required. On the wire `B <key> <lease> <wait> <id> [<key> ...]`:
+ * `keys[0]` is the key every reply to it names (`B`, `T`, `M`, `S`, `E`), whatever order the
+ * server holds them in. `R`/`X`/`C` of any of its keys address the whole bundle.
+ */
+export interface BundleRequest {
+  readonly op: "B";
+  readonly keys: readonly string[];
+  readonly leaseMs: number;
+  readonly waitMs: number;
+  readonly id: string;
+}
+
+/** The most keys one `B` line may carry; a server may allow fewer (`TOO_MANY_BUNDLE_KEYS`). */
+export const MAX_BUNDLE_LINE_KEYS = 1024;
+
 /** Ping; the optional nonce is echoed. */
 export interface PingRequest {
   readonly op: "P";
@@ -111,9 +129,12 @@ export type Request =
   | ReleaseRequest
   | ExtendRequest
   | CancelRequest
+  | BundleRequest
   | PingRequest
   | HelloRequest
-  | InfoRequest;
+  | InfoRequest
+  | WatchRequest
+  | UnwatchRequest;
 
 /** Server-to-client reply kinds. */
 export type ReplyKind =
@@ -132,7 +153,10 @@ export type ReplyKind =
   | "K"
   | "M"
   | "S"
-  | "E";
+  | "E"
+  | "O"
+  | "U"
+  | "B";
 
 /** `A`: the acquire was granted with this fencing token. */
 export interface GrantedReply {
@@ -151,6 +175,14 @@ export interface ModeGrantedReply {
   readonly key: string;
   readonly token: bigint;
   readonly slot: number | undefined;
+  readonly id: string;
+}
+
+/** `B`: the bundle was granted: every key of it, under this one token. `key` is the request's first key. */
+export interface BundleGrantedReply {
+  readonly kind: "B";
+  readonly key: string;
+  readonly token: bigint;
   readonly id: string;
 }
 
@@ -256,6 +288,7 @@ export interface ErrorReply {
 export type Reply =
   | GrantedReply
   | ModeGrantedReply
+  | BundleGrantedReply
   | TimedOutReply
   | TryGrantedReply
   | TryBusyReply
@@ -268,7 +301,9 @@ export type Reply =
   | RedirectReply
   | KeyspaceReply
   | SlotRedirectReply
-  | ErrorReply;
+  | ErrorReply
+  | KeyStateReply
+  | UnwatchedReply;
 
 /**
  * Stable error codes carried by `E` replies. Codec codes are produced by the decoder; server
@@ -304,6 +339,8 @@ export const ERROR_CODES = {
   TOO_MANY_KEYS: "the server is at its limit of keys held or queued for",
   TOO_MANY_CONNECTION_KEYS:
     "this connection holds or has queued acquires for as many keys as the server allows one connection",
+  TOO_MANY_WATCHES: "the server watches as many keys for its connections as it allows in total",
+  TOO_MANY_CONNECTION_WATCHES: "this connection watches as many keys as the server allows one connection",
   NOT_OWNER:
     "the token holds the key, but the request neither came on the connection that was granted it nor carried the acquire's request id; nothing changed",
   IDLE_TIMEOUT: "the connection was idle too long; it is closed",
@@ -317,6 +354,13 @@ export const ERROR_CODES = {
     "the key's slot is moving to another cluster: no acquire or extension until the move commits; an acquire retries shortly within its wait, a holder may still release",
   INTERNAL: "an unexpected server error; the request had no effect",
   // Cluster peer links (docs/protocol.md, "Peer handshake").
+  // Bundles (`B`).
+  TOO_MANY_BUNDLE_KEYS:
+    "a bundle names more distinct keys than the server allows in one (`--max-bundle-keys`, 32 by default)",
+  CROSS_SLOT:
+    "with a slot map, a bundle's keys must share one key slot: tag them (`{acct}:a`, `{acct}:b`); nothing changed",
+  BUNDLES_UNAVAILABLE:
+    "a cluster node runs an older lockd that cannot replicate bundles; `B` is refused until every node is upgraded",
   PEER_NOT_AUTHENTICATED:
     "a peer frame on a connection that has not authenticated as a cluster peer; the connection is closed",
   PEER_AUTH_FAILED:

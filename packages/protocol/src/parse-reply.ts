@@ -5,6 +5,7 @@ import { isValidAddress, isValidInfoName, isValidInfoValue, isValidNonce, toMess
 import { KEY_SLOTS } from "./key-slot.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import {
+  type BundleGrantedReply,
   ERROR_CODES,
   type ErrorCode,
   type ErrorReply,
@@ -23,6 +24,7 @@ import {
 } from "./messages.js";
 import { isValidClusterName, SlotMap, SlotMapError } from "./slot-map.js";
 import { parseToken } from "./token.js";
+import { parseKeyState } from "./watch.js";
 
 /**
  * Parses one reply line (without its `\n`) into a reply or a DecodeError. Never throws. A
@@ -43,6 +45,8 @@ export function parseReplyFields(line: string, limits: ProtocolLimits = DEFAULT_
     case "Q":
     case "W":
       return parseModeGrant(reader(line, verb, 6, limits), verb);
+    case "B":
+      return parseBundleGrant(reader(line, "B", 5, limits));
     case "T":
     case "N":
       return parseRefusal(reader(line, verb === "T" ? "A" : "Y", 4, limits), verb);
@@ -64,6 +68,10 @@ export function parseReplyFields(line: string, limits: ProtocolLimits = DEFAULT_
       return parseSlotRedirect(reader(line, "?", 8, limits));
     case "E":
       return parseError(reader(line, "?", 6, limits));
+    case "O":
+      return parseKeyState(reader(line, "O", 6, limits));
+    case "U":
+      return parseOutcome(reader(line, "U", 4, limits), "U");
   }
   return unknownVerb(verb);
 }
@@ -90,6 +98,15 @@ function parseModeGrant(r: FieldReader, kind: "Q" | "W"): ModeGrantedReply | Dec
   return r.result<ModeGrantedReply>({ kind, key, token, slot, id });
 }
 
+function parseBundleGrant(r: FieldReader): BundleGrantedReply | DecodeError {
+  const wrongCount = r.expect(4, 4, "B <key> <token> <id>", 1);
+  if (wrongCount) return wrongCount;
+  const key = r.key(1);
+  const id = r.id(3) as string;
+  const token = r.token(2);
+  return r.result<BundleGrantedReply>({ kind: "B", key, token, id });
+}
+
 function parseRefusal(r: FieldReader, kind: "T" | "N"): TimedOutReply | TryBusyReply | DecodeError {
   const wrongCount = r.expect(2, 3, `${kind} <key> [<id>]`, 1);
   if (wrongCount) return wrongCount;
@@ -101,13 +118,14 @@ function isFlag(text: string): boolean {
   return text === "0" || text === "1";
 }
 
-function parseOutcome(r: FieldReader, kind: "R" | "X" | "C"): Reply | DecodeError {
+function parseOutcome(r: FieldReader, kind: "R" | "X" | "C" | "U"): Reply | DecodeError {
   const wrongCount = r.expect(3, 3, `${kind} <key> 0|1`, 1);
   if (wrongCount) return wrongCount;
   const key = r.key(1);
   const done = r.argument(2, isFlag, "the outcome (0 or 1)") === "1";
   if (kind === "R") return r.result<Reply>({ kind, key, released: done });
   if (kind === "X") return r.result<Reply>({ kind, key, extended: done });
+  if (kind === "U") return r.result<Reply>({ kind, key, watched: done });
   return r.result<Reply>({ kind, key, cancelled: done });
 }
 

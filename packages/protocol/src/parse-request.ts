@@ -5,6 +5,7 @@ import { isValidNonce, isValidSecret } from "./fields.js";
 import { DEFAULT_LIMITS, type ProtocolLimits } from "./limits.js";
 import type {
   AcquireRequest,
+  BundleRequest,
   CancelRequest,
   ExtendRequest,
   HelloRequest,
@@ -16,8 +17,10 @@ import type {
   RequestOp,
   TryAcquireRequest,
 } from "./messages.js";
+import { MAX_BUNDLE_LINE_KEYS } from "./messages.js";
 import { parsePeerLine } from "./parse-peer.js";
 import type { PeerFrame } from "./peer.js";
+import { parseWatch } from "./watch.js";
 
 /**
  * Parses one request line (without its `\n`; the framing strips a trailing `\r`) into a request,
@@ -60,6 +63,11 @@ export function parseRequestFields(
       return reader(line, "I", 2, limits).expect(1, 1, "I") ?? { op: "I" };
     case "K":
       return reader(line, "K", 2, limits).expect(1, 1, "K") ?? { op: "K" };
+    case "O":
+    case "U":
+      return parseWatch(reader(line, verb, 3, limits), verb);
+    case "B":
+      return parseBundle(reader(line, "B", 5 + MAX_BUNDLE_LINE_KEYS, limits));
   }
   if (verb.charCodeAt(0) === 0x21) {
     const frame = verb.length === 2 ? parsePeerLine(line, verb, limits) : unknownVerb(verb);
@@ -133,6 +141,20 @@ function parseCancel(r: FieldReader): CancelRequest | DecodeError {
   if (wrongCount) return wrongCount;
   const key = r.key(1);
   return r.result<CancelRequest>({ op: "C", key, id: r.id(2) as string });
+}
+
+function parseBundle(r: FieldReader): BundleRequest | DecodeError {
+  const usage = "B <key> <lease> <wait> <id> [<key> ...]";
+  const wrongCount = r.expect(5, 4 + MAX_BUNDLE_LINE_KEYS, usage, 1);
+  if (wrongCount) return wrongCount;
+  const keys = [""];
+  for (let i = 5; i < r.fields.length; i++) keys.push(r.key(i));
+  // The first key last: errors echo the last valid key read, and every reply names the first.
+  keys[0] = r.key(1);
+  const leaseMs = r.seconds(2, "lease");
+  const waitMs = r.seconds(3, "wait");
+  const id = r.id(4) as string;
+  return r.result<BundleRequest>({ op: "B", keys, leaseMs, waitMs, id });
 }
 
 function parsePing(r: FieldReader): PingRequest | DecodeError {

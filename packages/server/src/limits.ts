@@ -20,6 +20,8 @@ export interface ServerLimits {
   readonly maxWaitersPerKey: number;
   /** Keys held at once (`TOO_MANY_KEYS`). */
   readonly maxKeys: number;
+  /** Distinct keys in one bundle, `B` (`TOO_MANY_BUNDLE_KEYS`). */
+  readonly maxBundleKeys: number;
   /** Open client connections (`TOO_MANY_CONNECTIONS`). */
   readonly maxConnections: number;
   /**
@@ -59,6 +61,10 @@ export interface ServerLimits {
   readonly maxRequestsPerTurn: number;
   /** Keys one connection holds or has queued acquires for (`TOO_MANY_CONNECTION_KEYS`). */
   readonly maxKeysPerConnection: number;
+  /** Keys one connection watches (`O`; `TOO_MANY_CONNECTION_WATCHES`). */
+  readonly maxWatchesPerConnection: number;
+  /** Watches of all connections together (`TOO_MANY_WATCHES`): bounds the watch registry's memory. */
+  readonly maxWatches: number;
 }
 
 const HOUR_MS = 3_600_000;
@@ -71,6 +77,7 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   maxPendingPerConnection: 10_000,
   maxWaitersPerKey: DEFAULT_ENGINE_LIMITS.maxWaitersPerKey,
   maxKeys: DEFAULT_ENGINE_LIMITS.maxKeys,
+  maxBundleKeys: DEFAULT_ENGINE_LIMITS.maxBundleKeys,
   maxConnections: 10_000,
   maxUnauthenticated: 1_000,
   idleTimeoutMs: 10 * 60_000,
@@ -81,6 +88,8 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = Object.freeze({
   writeTimeoutMs: 30_000,
   maxRequestsPerTurn: 1024,
   maxKeysPerConnection: 100_000,
+  maxWatchesPerConnection: 1024,
+  maxWatches: 100_000,
 });
 
 /**

@@ -5,6 +5,8 @@ import { type Clock, monotonicClock } from "./engine/clock.js";
 import {
   type AcquireInput,
   type AcquireOutcome,
+  type BundleInput,
+  type BundleOutcome,
   type EngineCounters,
   type EngineJournal,
   type HeldKey,
@@ -15,6 +17,7 @@ import {
   type SnapshotHolder,
   type TryAcquireOutcome,
 } from "./engine/engine.js";
+import type { HolderSummary } from "./engine/holder-summary.js";
 import type { HoldRule, LockMode } from "./engine/lock-mode.js";
 import type { Session } from "./engine/records.js";
 import { type SemaphoreRule, SemaphoreRules } from "./engine/semaphore-rules.js";
@@ -26,6 +29,7 @@ import type { ServerLimits } from "./limits.js";
 import { NO_OBSERVER, type ServerObserver } from "./observer.js";
 import { DataDirLock } from "./store/data-dir-lock.js";
 import { EpochFile } from "./store/epoch-file.js";
+import { WatchRegistry } from "./watch/watch-registry.js";
 
 /** Holders whose lease deadlines a promoted standby schedules per event-loop turn (about 5 ms). */
 const DEFERRED_DEADLINES_PER_TURN = 8192;
@@ -116,6 +120,8 @@ export interface LockNodeOptions {
   readonly semaphores?: readonly SemaphoreRule[];
   /** @internal The simulator's negative control only (LockEngine's holdRule). */
   readonly holdRule?: HoldRule;
+  /** @internal The simulator's negative control only (LockEngine's bundleKeyByKey). */
+  readonly bundleKeyByKey?: boolean;
 }
 
 /**
@@ -137,6 +143,8 @@ export class LockNode {
   readonly timers: TimerQueue;
   readonly startedAt: number;
   readonly observer: ServerObserver;
+  /** Which connections watch which keys (`O`), told of the engine's holder changes. */
+  readonly watches: WatchRegistry;
   readonly #epochs: EpochKeeper;
   #role: NodeRole = "active";
   #activeAddress: string | undefined;
@@ -187,10 +195,16 @@ export class LockNode {
         },
         ...(options.journal ? { journal: options.journal } : {}),
         ...(this.observer.contention ? { meter: this.observer.contention } : {}),
-        limits: { maxKeys: options.limits.maxKeys, maxWaitersPerKey: options.limits.maxWaitersPerKey },
+        limits: {
+          maxKeys: options.limits.maxKeys,
+          maxWaitersPerKey: options.limits.maxWaitersPerKey,
+          maxBundleKeys: options.limits.maxBundleKeys,
+        },
         ...(options.semaphores?.length ? { semaphores: new SemaphoreRules(options.semaphores) } : {}),
         ...(options.holdRule ? { holdRule: options.holdRule } : {}),
+        ...(options.bundleKeyByKey ? { bundleKeyByKey: true } : {}),
       });
+      this.watches = new WatchRegistry(this.#engine, options.limits);
       this.#timer = new DeadlineTimer(
         {
           nextDeadline: () => this.#engine.nextDeadline(),
@@ -280,6 +294,11 @@ export class LockNode {
     return this.#engine.acquire(session, input);
   }
 
+  /** A bundle (engine/bundle.ts): every key at once under one token and one lease. */
+  acquireAll(session: Session<AcquireSink>, input: BundleInput<AcquireSink>): BundleOutcome<AcquireSink> {
+    return this.#engine.acquireAll(session, input);
+  }
+
   tryAcquire(
     key: string,
     leaseMs: number,
@@ -343,6 +362,11 @@ export class LockNode {
   /** Every holder, read lazily (a snapshot, a test). */
   holders(): Iterable<SnapshotHolder> {
     return this.#engine.holders();
+  }
+
+  /** The key's holders as a watcher is told them (engine/holder-summary.ts). */
+  holderSummary(key: string): HolderSummary {
+    return this.#engine.holderSummary(key);
   }
 
   /** Every holder of `key`, with its mode and slot (tests, the simulator's checker). */

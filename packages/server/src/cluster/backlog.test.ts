@@ -46,6 +46,21 @@ describe("Backlog", () => {
     expect(backlog.changedSince(4, 2_000)).toEqual([{ peer: "F", seq: 5, key: "c", token: 8n }]);
   });
 
+  it("folds a bundle's keys (grants in a row with one token) into a row, however its keys' entries are ordered", () => {
+    const backlog = new Backlog();
+    backlog.record({ peer: "G", seq: 1, key: "b", token: 10n, leaseMs: 5_000, id: "r1" }, 5_000);
+    backlog.record({ peer: "G", seq: 2, key: "z", token: 11n, leaseMs: 5_000, id: "r2" }, 5_000);
+    backlog.record({ peer: "F", seq: 3, key: "b", token: 10n }, 0);
+    // The bundle t12 of a and b: b's entry is older than z's, a's newer.
+    backlog.record({ peer: "G", seq: 4, key: "a", token: 12n, leaseMs: 5_000, id: "t" }, 5_000);
+    backlog.record({ peer: "G", seq: 5, key: "b", token: 12n, leaseMs: 5_000, id: "t" }, 5_000);
+    expect(backlog.changedSince(0, 0).map((frame) => `${frame.key}:${frame.token}`)).toEqual([
+      "z:11",
+      "b:12",
+      "a:12",
+    ]);
+  });
+
   it("sends nothing for a lock taken and freed since the standby's last send, except a stamp", () => {
     const backlog = new Backlog();
     backlog.record({ peer: "G", seq: 1, key: "a", token: 1n, leaseMs: 1_000, id: undefined }, 1_000);

@@ -80,6 +80,10 @@ export class Backlog {
    */
   readonly #spare: KeyState[] = [];
   #lastSeq = 0;
+  /** The token of the latest grant recorded: a bundle's keys come as grants in a row with one token. */
+  #lastGrantToken = 0n;
+  /** A bundle was recorded: folds then send each token's grants in a row (see `changedSince`). */
+  #bundles = false;
 
   get size(): number {
     return this.#keys.size;
@@ -94,6 +98,10 @@ export class Backlog {
   record(change: Change, deadline: number): void {
     const { seq, key } = change;
     this.#lastSeq = seq;
+    if (change.peer === "G") {
+      if (change.token === this.#lastGrantToken) this.#bundles = true;
+      this.#lastGrantToken = change.token;
+    }
     let state = this.#keys.get(key);
     if (state === undefined) {
       state = this.#spare.pop() ?? {
@@ -164,7 +172,7 @@ export class Backlog {
     if (frames.length === 0 && skippedKey !== undefined) {
       frames.push({ peer: "F", seq, key: skippedKey, token: skippedToken });
     }
-    return frames;
+    return this.#bundles ? grantsInRows(frames) : frames;
   }
 
   /** Forgets keys whose latest change is at or before `upTo`: every standby has been sent them. */
@@ -182,10 +190,23 @@ export class Backlog {
 
   clear(): void {
     this.#keys.clear();
+    this.#bundles = false;
   }
 }
 
 const MAX_SPARE = 16_384;
+
+/**
+ * The frames with every exclusive grant moved to the end, ordered by token: a bundle's keys (one
+ * token) then arrive in a row, which is how a standby ties them into one bundle again
+ * (LockEngine.installHolder). A fold has one entry per key, so moving a key's frame past another
+ * key's changes nothing else.
+ */
+function grantsInRows(frames: FoldedFrame[]): FoldedFrame[] {
+  const grants = frames.filter((frame) => frame.peer === "G");
+  grants.sort((a, b) => (a.token < b.token ? -1 : a.token > b.token ? 1 : 0));
+  return [...frames.filter((frame) => frame.peer !== "G"), ...grants];
+}
 
 /**
  * A key that had shared holders or permits: the standby drops every holder it has for it, then

@@ -1,6 +1,7 @@
 import { TimerQueue } from "@lock/deadline-heap";
 import { monotonicClock } from "../engine/clock.js";
 import { LockNode, type LockNodeOptions } from "../node.js";
+import { endWatchesOfMovedSlots } from "../slots/moved-watches.js";
 import type { SlotGate } from "../slots/slot-gate.js";
 import { rereadSlotMap } from "../slots/slot-map-reread.js";
 import { type SlotMoveEvents, SlotMoves } from "../slots/slot-moves.js";
@@ -126,6 +127,7 @@ function createSlotMoves(
   timers: TimerQueue,
 ): SlotMoves {
   const slots = options.slots!;
+  endWatchesOfMovedSlots(slots.gate, node);
   return new SlotMoves({
     gate: slots.gate,
     store: options.cluster.coordination!.store,

@@ -54,12 +54,15 @@ export interface EngineLimits {
   readonly maxKeys: number;
   /** Shared holders of one key at once; more shared acquires wait their turn. */
   readonly maxSharedHolders: number;
+  /** Keys one bundle may name (after de-duplication); more get `TOO_MANY_BUNDLE_KEYS`. */
+  readonly maxBundleKeys: number;
 }
 
 export const DEFAULT_ENGINE_LIMITS: EngineLimits = {
   maxWaitersPerKey: 10_000,
   maxKeys: 5_000_000,
   maxSharedHolders: 10_000,
+  maxBundleKeys: 32,
 };
 
 export interface AcquireInput<P> {
@@ -96,6 +99,23 @@ export type AcquireOutcome<P> =
   | Rejected<"TOO_MANY_WAITERS" | "TOO_MANY_KEYS">;
 
 export type TryAcquireOutcome = GrantedOutcome | { readonly status: "busy" } | Rejected<"TOO_MANY_KEYS">;
+
+/** A bundle acquire (bundle.ts): every key at once, one token and one lease, exclusive. */
+export interface BundleInput<P> {
+  readonly keys: readonly string[];
+  readonly leaseMs: number;
+  /** 0 waits forever. */
+  readonly waitMs: number;
+  /** Required: a bundle is released, extended and cancelled by its id as much as by its token. */
+  readonly id: string;
+  readonly payload: P;
+}
+
+/** `keys`: the bundle's keys as the engine holds them (sorted, de-duplicated). */
+export type BundleOutcome<P> =
+  | (GrantedOutcome & { readonly keys: readonly string[] })
+  | { readonly status: "queued"; readonly displaced: P | undefined; readonly keys: readonly string[] }
+  | Rejected<"TOO_MANY_WAITERS" | "TOO_MANY_KEYS" | "TOO_MANY_BUNDLE_KEYS">;
 
 /** One held key as `listHeld` returns it. */
 export interface HeldKey {

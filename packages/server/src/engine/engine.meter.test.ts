@@ -87,6 +87,28 @@ describe("LockEngine's meter (contention metrics)", () => {
     expect(meter.take()).toEqual(["held k exclusive waited=0", "freed k exclusive held=900"]);
   });
 
+  it("times a bundle's keys from their grant, across its extension", () => {
+    const { clock, meter, engine, session } = setup();
+    const outcome = engine.acquireAll(session, {
+      keys: ["a", "b"],
+      leaseMs: 1_000,
+      waitMs: 0,
+      id: "x",
+      payload: "p",
+    });
+    const token = tokenOf(outcome);
+    clock.advance(300);
+    engine.extend("a", token, 5_000);
+    clock.advance(200);
+    engine.release("a", token);
+    expect(meter.take()).toEqual([
+      "held a exclusive waited=0",
+      "held b exclusive waited=0",
+      "freed a exclusive held=500",
+      "freed b exclusive held=500",
+    ]);
+  });
+
   it("sees a hand-off's wait from enqueue to grant, and each holder's own hold", () => {
     const { clock, meter, engine, session } = setup();
     const first = tokenOf(engine.acquire(session, { key: "k", leaseMs: 10_000, waitMs: 0, payload: "a" }));

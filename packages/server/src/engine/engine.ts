@@ -1,8 +1,12 @@
 import { DeadlineHeap } from "@lock/deadline-heap";
+import { bundleKeys, refusesBundle } from "./bundle.js";
+import { type BundleHost, BundleSteps } from "./bundle-steps.js";
 import type { Clock } from "./clock.js";
 import {
   type AcquireInput,
   type AcquireOutcome,
+  type BundleInput,
+  type BundleOutcome,
   DEFAULT_ENGINE_LIMITS,
   type EngineCounters,
   type EngineEvents,
@@ -18,6 +22,7 @@ import {
   type TryAcquireOutcome,
 } from "./engine-types.js";
 import { HeldListing, mostContended } from "./held-listing.js";
+import { type HolderSummary, summarize } from "./holder-summary.js";
 import { KeyTable } from "./key-table.js";
 import {
   canHoldBeside,
@@ -34,6 +39,7 @@ import {
   type HeldRecord,
   Holder,
   KeyState,
+  LEAD_PENDING,
   NO_TOKEN,
   NOT_GRANTED_HERE,
   Session,
@@ -46,6 +52,8 @@ import type { TokenIssuer } from "./token-issuer.js";
 export type {
   AcquireInput,
   AcquireOutcome,
+  BundleInput,
+  BundleOutcome,
   EngineCounters,
   EngineEvents,
   EngineJournal,
@@ -86,6 +94,8 @@ export class LockEngine<P> {
   readonly #limits: EngineLimits;
   /** Which holds may share a key (lock-mode.ts); the simulator's negative control swaps in a wrong one. */
   readonly #holdRule: HoldRule;
+  /** The simulator's negative control: a bundle is one acquire per key (a client-side loop). */
+  readonly #bundleKeyByKey: boolean;
   /** Configured semaphores by key pattern (`--semaphores`); undefined when there are none. */
   readonly #semaphores: SemaphoreRules | undefined;
   #waiters = 0;
@@ -101,6 +111,13 @@ export class LockEngine<P> {
   readonly #listing = new HeldListing<P>(this.#keys);
   /** Keys with a queue: "most contended" reads these, never the whole key map. */
   readonly #contended = new Set<KeyState<P>>();
+  /**
+   * Told the key after every change of its holders (`onHolderChange`); undefined while nobody
+   * watches, which costs one check per grant and per free.
+   */
+  #holderChanged: ((key: string) => void) | undefined = undefined;
+  /** Granted bundles by their token (bundle.ts); each key's own record holds the token too. */
+  readonly #bundles: BundleSteps<P>;
   /** On a standby, replicated leases only record their deadline; nothing expires until promotion. */
   #deferDeadlines = false;
   /** False while the node does not serve (a standby, a handoff, a hold): see `setGranting`. */
@@ -126,7 +143,10 @@ export class LockEngine<P> {
     semaphores?: SemaphoreRules;
     /** @internal Only for the simulator's negative control (a rule with a bug on purpose). */
     holdRule?: HoldRule;
+    /** @internal Only for the simulator's negative control: bundles taken key by key, a grant each. */
+    bundleKeyByKey?: boolean;
   }) {
+    this.#bundleKeyByKey = options.bundleKeyByKey === true;
     this.#holdRule = options.holdRule ?? canHoldBeside;
     this.#semaphores = options.semaphores?.size ? options.semaphores : undefined;
     this.#clock = options.clock;
@@ -137,6 +157,58 @@ export class LockEngine<P> {
     this.#meterClock =
       options.meter && new RecentReading(options.clock, options.meter.reusesReadings === true);
     this.#limits = { ...DEFAULT_ENGINE_LIMITS, ...options.limits };
+    this.#bundles = new BundleSteps<P>(this.#bundleHost(), this.#events, this.#journal, this.counters);
+  }
+
+  /** The engine's state as the bundle steps (bundle-steps.ts) change it. */
+  #bundleHost(): BundleHost<P> {
+    return {
+      now: () => this.#clock.now(),
+      key: (key) => this.#keys.get(key),
+      addKey: (key) => {
+        const state = new KeyState<P>(key, NO_TOKEN, undefined, undefined);
+        this.#keys.add(key, state);
+        this.#listing.added(key);
+        return state;
+      },
+      holdExclusive: (state, token, id, session, waitedMs) => {
+        this.#hold(state, EXCLUSIVE, token, id, session, -1, waitedMs);
+        this.#holderChanged?.(state.key);
+      },
+      schedule: (state, deadline) => {
+        // A metered key's grant lead moves with its deadline; a new grant's is set here.
+        const lead = state.grantLead;
+        if (lead === LEAD_PENDING) state.grantLead = grantLead(deadline - this.#meterClock!.now());
+        else if (lead !== NOT_GRANTED_HERE) state.grantLead = grantLead(lead + deadline - state.deadline);
+        this.#heap.schedule(state, deadline);
+      },
+      scheduleWait: (waiter, waitMs) => this.#scheduleWait(waiter, waitMs),
+      nextToken: () => this.#nextToken(),
+      enqueue: (waiter) => this.#enqueue(waiter),
+      dropWaiter: (waiter) => this.#dropWaiter(waiter),
+      unhold: (state) => {
+        this.#unhold(state);
+        this.#holderChanged?.(state.key);
+      },
+      grantWaiting: (state) => this.#grantWaiting(state),
+      forgetIfIdle: (state) => this.#forgetIfIdle(state),
+      granting: () => this.#granting,
+    };
+  }
+
+  /**
+   * Calls `hook` with the key after every grant and every end of a grant (release, expiry) the engine
+   * makes, once the change is in place; undefined stops it. A release that hands the key on may call it
+   * more than once (the grant, then the free): callers compare `holderSummary`. Not for replicated
+   * holders (`installHolder`, `removeHolder`): a standby serves no watches.
+   */
+  onHolderChange(hook: ((key: string) => void) | undefined): void {
+    this.#holderChanged = hook;
+  }
+
+  /** The key's holders as a watcher sees them (holder-summary.ts). */
+  holderSummary(key: string): HolderSummary {
+    return summarize(this.#keys.get(key));
   }
 
   /** Keys currently held. */
@@ -186,7 +258,7 @@ export class LockEngine<P> {
       const held = this.#findById(state, input.id);
       if (held !== undefined) return this.#replay(held, session);
       const earlier = state.findWaiter(input.id);
-      if (earlier !== undefined)
+      if (earlier !== undefined && earlier.bundle === undefined)
         return { status: "queued", displaced: this.#rebind(earlier, session, input) };
     }
     if (
@@ -198,11 +270,7 @@ export class LockEngine<P> {
       return { status: "rejected", code: "TOO_MANY_WAITERS" };
     const now = this.#clock.now();
     const waiter = new Waiter(state, session, input.payload, input.leaseMs, input.id, mode, now);
-    if (state.waiterCount === 0) this.#contended.add(state);
-    state.enqueue(waiter);
-    session.add(waiter);
-    this.#waiters += 1;
-    this.#meter?.queued(input.key);
+    this.#enqueue(waiter);
     if (input.waitMs > 0) this.#heap.schedule(waiter, now + input.waitMs);
     return { status: "queued", displaced: undefined };
   }
@@ -232,6 +300,47 @@ export class LockEngine<P> {
     )
       return this.#grantArrival(state, mode, leaseMs, id, session);
     return { status: "busy" };
+  }
+
+  /**
+   * A bundle (bundle.ts): every key exclusively under one token and one lease, granted at once if
+   * every key is free with nobody queued, else queued into every key's queue in this one step.
+   * A retry with the same id gets the bundle's grant back, or takes over its queued places.
+   */
+  acquireAll(session: Session<P>, input: BundleInput<P>): BundleOutcome<P> {
+    const keys = bundleKeys(input.keys);
+    if (keys.length > this.#limits.maxBundleKeys) return { status: "rejected", code: "TOO_MANY_BUNDLE_KEYS" };
+    if (this.#bundleKeyByKey) {
+      const outcomes = keys.map((key) => this.acquire(session, { ...input, key }));
+      return { ...outcomes[0]!, keys } as BundleOutcome<P>;
+    }
+    const first = this.#keys.get(keys[0]!);
+    const held = first === undefined ? undefined : this.#bundles.held(first.token);
+    if (held !== undefined && first!.holderId === input.id) {
+      for (const key of held.keys) this.#replay(this.#keys.get(key)!, session);
+      return { status: "granted", token: held.token, replayed: true, slot: undefined, keys: held.keys };
+    }
+    const earlier = first?.findWaiter(input.id)?.bundle;
+    if (earlier !== undefined) {
+      const displaced = earlier.rebind(session, input.payload, input.leaseMs);
+      this.#scheduleWait(earlier.first, input.waitMs);
+      return { status: "queued", displaced, keys: earlier.keys };
+    }
+    const states = keys.map((key) => this.#keys.get(key));
+    let free = true;
+    for (const [i, state] of states.entries()) {
+      const current = state === undefined ? this.#semaphoreKind(keys[i]!) : refusesBundle(state);
+      if (current !== undefined) return { status: "rejected", code: "KIND_MISMATCH", current };
+      if (state === undefined) continue;
+      free = false;
+      if (state.waiterCount >= this.#limits.maxWaitersPerKey)
+        return { status: "rejected", code: "TOO_MANY_WAITERS" };
+    }
+    if (this.#holders + keys.length > this.#limits.maxKeys)
+      return { status: "rejected", code: "TOO_MANY_KEYS" };
+    if (free) return { ...this.#bundles.grantNow(keys, input, session), keys };
+    this.#bundles.enqueue(keys, states, input, session);
+    return { status: "queued", displaced: undefined, keys };
   }
 
   /**
@@ -267,8 +376,14 @@ export class LockEngine<P> {
     if (state !== undefined && state.token === token && token !== NO_TOKEN) {
       // An exclusive holder: the common case, without the lookups a shared holder needs.
       this.counters.releases += 1;
+      const bundle = this.#bundles.held(token);
+      if (bundle !== undefined) {
+        this.#bundles.free(bundle, "release");
+        return true;
+      }
       this.#journal?.free(key, token, "release", false);
       this.#freeExclusive(state);
+      this.#holderChanged?.(key);
       return true;
     }
     const held = state?.holders?.get(token);
@@ -279,6 +394,7 @@ export class LockEngine<P> {
     this.counters.releases += 1;
     this.#journal?.free(key, token, "release", held instanceof Holder);
     this.#free(held);
+    this.#holderChanged?.(key);
     return true;
   }
 
@@ -287,6 +403,11 @@ export class LockEngine<P> {
     const held = this.#find(key, token);
     if (held === undefined) return false;
     this.counters.extensions += 1;
+    const bundle = this.#bundles.held(token);
+    if (bundle !== undefined) {
+      this.#bundles.extend(bundle, leaseMs);
+      return true;
+    }
     const deadline = this.#clock.now() + leaseMs;
     if (held.grantLead !== NOT_GRANTED_HERE)
       held.grantLead = grantLead(held.grantLead + deadline - held.deadline);
@@ -305,7 +426,9 @@ export class LockEngine<P> {
     const waiter = this.#keys.get(key)?.findWaiter(id);
     if (waiter === undefined) return undefined;
     this.counters.cancels += 1;
-    this.#withdraw(waiter, withdrawn && (() => withdrawn(waiter.payload)));
+    if (waiter.bundle !== undefined)
+      this.#bundles.withdraw(waiter.bundle, withdrawn && (() => withdrawn(waiter.payload)));
+    else this.#withdraw(waiter, withdrawn && (() => withdrawn(waiter.payload)));
     return waiter.payload;
   }
 
@@ -319,7 +442,10 @@ export class LockEngine<P> {
     if (state === undefined) return 0;
     let count = 0;
     for (let waiter = state.more?.tail; waiter; waiter = state.more?.tail) {
-      this.#dropWaiter(waiter);
+      // A bundle's keys share its slot (slot-gate), so its other keys are leaving as well.
+      for (const other of waiter.bundle?.waiters ?? [waiter]) this.#dropWaiter(other);
+      for (const other of waiter.bundle?.waiters ?? [])
+        if (other.state !== state) this.#forgetIfIdle(other.state);
       this.counters.cancels += 1;
       count += 1;
       withdrawn(waiter.payload, waiter.id);
@@ -337,7 +463,8 @@ export class LockEngine<P> {
   sessionWaiters(session: Session<P>): Array<{ key: string; id: string | undefined }> {
     const waiters: Array<{ key: string; id: string | undefined }> = [];
     // The session list is newest first.
-    for (let w = session.head; w; w = w.sessionNext) waiters.push({ key: w.state.key, id: w.id });
+    for (let w = session.head; w; w = w.sessionNext)
+      if (w.bundle === undefined || w.bundle.first === w) waiters.push({ key: w.state.key, id: w.id });
     return waiters.reverse();
   }
 
@@ -363,6 +490,7 @@ export class LockEngine<P> {
     }
     const held = this.#replaceForInstall(state, token, mode, slot);
     const record = held ?? this.#hold(state, mode, token, id, undefined, slot, undefined);
+    if (mode.kind === "exclusive") this.#bundles.installed(key, token);
     record.holderId = id;
     const deadline = this.#clock.now() + leaseMs;
     if (this.#deferDeadlines) record.deadline = deadline;
@@ -381,7 +509,10 @@ export class LockEngine<P> {
   ): HeldRecord<P> | undefined {
     if (mode.kind === "exclusive") {
       if (state.token === NO_TOKEN) this.#dropHolderSet(state);
-      else this.#unhold(state);
+      else {
+        if (state.token !== token) this.#bundles.untie(state.token);
+        this.#unhold(state);
+      }
       return undefined;
     }
     this.#dropExclusive(state);
@@ -473,6 +604,8 @@ export class LockEngine<P> {
   removeHolder(key: string, token?: bigint): void {
     const state = this.#keys.get(key);
     if (state === undefined) return;
+    // A replicated bundle's keys are freed one frame each: its tie goes with the first.
+    if (state.token !== NO_TOKEN) this.#bundles.untie(state.token);
     const holders = state.holders;
     if (token !== undefined && holders !== undefined) {
       const holder = holders.get(token);
@@ -499,6 +632,7 @@ export class LockEngine<P> {
       }
     this.#keys.clear();
     this.#meter?.cleared();
+    this.#bundles.clear();
     this.#holders = 0;
     this.#maxToken = 0n;
     this.#listing.cleared();
@@ -535,7 +669,12 @@ export class LockEngine<P> {
   *holders(): Generator<SnapshotHolder> {
     for (const map of this.#keys.maps)
       for (const state of map.values()) {
-        if (state.token !== NO_TOKEN) yield this.#snapshotHolder(state, state, EXCLUSIVE, this.#clock.now());
+        const bundle = this.#bundles.held(state.token);
+        // A bundle's keys go in a row, at its first key, so the receiver ties them together again.
+        if (bundle !== undefined) {
+          if (bundle.keys[0] === state.key) for (const key of bundle.keys) yield* this.keyHolders(key);
+        } else if (state.token !== NO_TOKEN)
+          yield this.#snapshotHolder(state, state, EXCLUSIVE, this.#clock.now());
         else yield* this.#snapshotHolders(state);
       }
   }
@@ -596,11 +735,18 @@ export class LockEngine<P> {
     for (let entry = this.#heap.popDue(now); entry; entry = this.#heap.popDue(now)) {
       if (entry instanceof Waiter) {
         this.counters.timeouts += 1;
-        this.#withdraw(entry, () => this.#events.timedOut(entry.payload, entry.state.key, entry.id));
+        const timedOut = () => this.#events.timedOut(entry.payload, entry.state.key, entry.id);
+        if (entry.bundle !== undefined) this.#bundles.withdraw(entry.bundle, timedOut);
+        else this.#withdraw(entry, timedOut);
+      } else if (entry instanceof KeyState && this.#bundles.held(entry.token) !== undefined) {
+        this.counters.expiries += 1;
+        this.#bundles.free(this.#bundles.held(entry.token)!, "expiry");
       } else {
         this.counters.expiries += 1;
-        this.#journal?.free(keyOf(entry), entry.token, "expiry", entry instanceof Holder);
+        const key = keyOf(entry);
+        this.#journal?.free(key, entry.token, "expiry", entry instanceof Holder);
         this.#free(entry);
+        this.#holderChanged?.(key);
       }
     }
   }
@@ -710,6 +856,7 @@ export class LockEngine<P> {
       state.meterSlot = this.#meter.held(key, "exclusive", 0);
       this.#meterClock!.saw(now);
     }
+    this.#holderChanged?.(key);
     return { status: "granted", token, replayed: false, slot: undefined };
   }
 
@@ -791,6 +938,7 @@ export class LockEngine<P> {
   }
 
   #journalGrant(state: KeyState<P>, held: HeldRecord<P>, leaseMs: number): void {
+    this.#holderChanged?.(state.key);
     if (this.#journal === undefined) return;
     if (held === state) this.#journal.grant(state.key, held.token, leaseMs, held.holderId, held.deadline);
     else {
@@ -824,7 +972,7 @@ export class LockEngine<P> {
     const state = held.state;
     this.#unhold(held);
     this.#grantWaiting(state);
-    if (state.holderCount === 0) this.#forget(state);
+    if (state.holderCount === 0 && state.waiterCount === 0) this.#forget(state);
   }
 
   /** The exclusive holder of `state` leaves: the key is forgotten, handed to the next, or shared. */
@@ -839,7 +987,7 @@ export class LockEngine<P> {
       this.#listing.removed(state.key);
       return;
     }
-    if (next.mode.kind === "exclusive") {
+    if (next.mode.kind === "exclusive" && next.bundle === undefined) {
       // The common hand-off, from one exclusive holder to the next: the key's record is reused.
       leaveSession(state.holderSession);
       this.#dropWaiter(next);
@@ -862,6 +1010,11 @@ export class LockEngine<P> {
     let firstHeld: HeldRecord<P> | undefined;
     let more: Array<[Waiter<P>, HeldRecord<P>]> | undefined;
     for (let head = state.head; head !== undefined; head = state.head) {
+      if (head.bundle !== undefined) {
+        // Granted only if it heads all its keys' queues with every key free; else all behind wait.
+        if (first === undefined && head.bundle.grantable()) this.#bundles.grantQueued(head.bundle);
+        break;
+      }
       if (!this.#holdRule(head.mode, state.holding, state.holderCount, this.#limits.maxSharedHolders)) break;
       this.#dropWaiter(head);
       const held = this.#hold(
@@ -944,10 +1097,10 @@ export class LockEngine<P> {
 
   /**
    * Tells the meter of a new holder. Its grant lead is set when its lease is scheduled, right after
-   * (0 until then); a replicated one (undefined wait) has none.
+   * (LEAD_PENDING until then); a replicated one (undefined wait) has none.
    */
   #metered(held: HeldRecord<P>, waitedMs: number | undefined): void {
-    held.grantLead = waitedMs === undefined ? NOT_GRANTED_HERE : 0;
+    held.grantLead = waitedMs === undefined ? NOT_GRANTED_HERE : LEAD_PENDING;
     held.meterSlot = this.#meter!.held(keyOf(held), kindOf(held), waitedMs);
   }
 
@@ -992,11 +1145,41 @@ export class LockEngine<P> {
    * the key's shared holders.
    */
   #withdraw(waiter: Waiter<P>, then?: () => void): void {
+    if (waiter.bundle !== undefined) {
+      this.#bundles.withdraw(waiter.bundle, then);
+      return;
+    }
     const state = waiter.state;
     const wasHead = state.head === waiter;
     this.#dropWaiter(waiter);
     then?.();
     if (wasHead && this.#granting && this.#keys.get(state.key) === state) this.#grantWaiting(state);
+  }
+
+  /** A semaphore's kind for a free key that `--semaphores` makes one (bundles are locks). */
+  #semaphoreKind(key: string): "semaphore" | undefined {
+    return this.#semaphores?.limitOf(key) === undefined ? undefined : "semaphore";
+  }
+
+  #scheduleWait(waiter: Waiter<P>, waitMs: number): void {
+    if (waitMs > 0) this.#heap.schedule(waiter, this.#clock.now() + waitMs);
+    else this.#heap.remove(waiter);
+  }
+
+  /** A key with no holder and nobody queued (a bundle left it) is not kept. */
+  #forgetIfIdle(state: KeyState<P>): void {
+    if (state.holderCount === 0 && state.waiterCount === 0 && this.#keys.get(state.key) === state)
+      this.#forget(state);
+  }
+
+  /** Queues `waiter` at the end of its key's queue (and of its session's). */
+  #enqueue(waiter: Waiter<P>): void {
+    const state = waiter.state;
+    if (state.waiterCount === 0) this.#contended.add(state);
+    state.enqueue(waiter);
+    waiter.session.add(waiter);
+    this.#waiters += 1;
+    this.#meter?.queued(state.key);
   }
 
   #dropWaiter(waiter: Waiter<P>): void {

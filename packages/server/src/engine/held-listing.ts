@@ -47,8 +47,11 @@ export class HeldListing<P> {
     const from = after !== undefined && compareKeys(after, prefix) >= 0 ? after : prefix;
     for (const key of this.#index.from(from, from === after)) {
       if (!key.startsWith(prefix)) break;
+      const state = this.#keys.get(key)!;
+      // A key a queued bundle waits for, that nobody holds yet (bundle.ts), is not listed.
+      if (state.holderCount === 0) continue;
       if (keys.length === limit) return { keys, more: true };
-      keys.push(heldKey(this.#keys.get(key)!, now));
+      keys.push(heldKey(state, now));
     }
     return { keys, more: false };
   }

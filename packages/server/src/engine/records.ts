@@ -17,6 +17,9 @@ const WAIT_ORDER = 1;
  */
 export const NOT_GRANTED_HERE = -1;
 
+/** `grantLead` of a metered holder between its grant and the scheduling of its lease. */
+export const LEAD_PENDING = -2;
+
 /** The largest `grantLead` (about 12 days): a small integer on every V8, never a boxed number. */
 export const MAX_GRANT_LEAD = 2 ** 30 - 1;
 
@@ -216,6 +219,8 @@ export class Waiter<P> implements DeadlineEntry {
   next: Waiter<P> | undefined = undefined;
   sessionPrev: Waiter<P> | undefined = undefined;
   sessionNext: Waiter<P> | undefined = undefined;
+  /** The bundle this waiter is one key of (bundle.ts); undefined for a single-key acquire. */
+  bundle: QueuedBundle<P> | undefined = undefined;
 
   constructor(
     readonly state: KeyState<P>,
@@ -340,4 +345,38 @@ export class HolderSet<P> {
 function lowestZeroBit(word: number): number {
   const lowestZero = ~word & (word + 1);
   return 31 - Math.clz32(lowestZero);
+}
+
+/** A bundle waiting in its keys' queues (one waiter per key, in key order). */
+export class QueuedBundle<P> {
+  readonly waiters: Array<Waiter<P>> = [];
+
+  constructor(
+    readonly keys: readonly string[],
+    readonly id: string,
+  ) {}
+
+  get first(): Waiter<P> {
+    return this.waiters[0]!;
+  }
+
+  /** Whether it heads every one of its keys' queues and none of them has a holder. */
+  grantable(): boolean {
+    for (const waiter of this.waiters)
+      if (waiter.state.head !== waiter || waiter.state.holderCount !== 0) return false;
+    return true;
+  }
+
+  /** A retry of the same bundle (same id) takes the waiters over: their places, a new connection. */
+  rebind(session: Session<P>, payload: P, leaseMs: number): P {
+    const displaced = this.first.payload;
+    for (const waiter of this.waiters) {
+      waiter.session.remove(waiter);
+      waiter.session = session;
+      session.add(waiter);
+      waiter.payload = payload;
+      waiter.leaseMs = leaseMs;
+    }
+    return displaced;
+  }
 }

@@ -11,6 +11,8 @@ import type { Session } from "../engine/records.js";
 import type { ServerLimits } from "../limits.js";
 import type { AcquireSink, LockNode } from "../node.js";
 import type { SlotGate } from "../slots/slot-gate.js";
+import { crossSlotKey } from "./bundle-checks.js";
+import { WatchVerbs } from "./watch-verbs.js";
 
 /** What the lock verbs of every connection share: the node, the limits, the facts `I` reports. */
 export interface VerbContext {
@@ -43,12 +45,19 @@ export class LockVerbs implements AcquireSink {
   #pending = 0;
   /** Ids of this session's queued `Q` acquires, answered `Q` (with a slot) rather than `A`. */
   #modeIds: Set<string> | undefined = undefined;
+  /** This session's watches (`O`, `U`). */
+  readonly #watchVerbs: WatchVerbs;
+  /** This session's queued bundles (`B`): id to the request's first key, which every reply names. */
+  #bundleKeys: Map<string, string> | undefined = undefined;
 
   /** `label`: who the session is (the client's address), shown as a key's holder by `/locks`. */
   constructor(ctx: VerbContext, send: (reply: Reply) => void, label?: string) {
     this.#ctx = ctx;
     this.#send = send;
     this.#session = ctx.node.openSession(label);
+    this.#watchVerbs = new WatchVerbs(ctx.node.watches, send, (op, key, id, code, message) =>
+      this.error(op, key, id, code, message),
+    );
   }
 
   /** Queued acquires of this session. */
@@ -58,33 +67,50 @@ export class LockVerbs implements AcquireSink {
 
   granted(key: string, token: bigint, id: string | undefined, slot: number | undefined): void {
     this.#pending -= 1;
-    if (id !== undefined && this.#modeIds?.delete(id)) this.#send({ kind: "Q", key, token, slot, id });
+    const bundleKey = id === undefined ? undefined : this.#bundleKeys?.get(id);
+    if (bundleKey !== undefined) {
+      this.#bundleKeys!.delete(id!);
+      this.#send({ kind: "B", key: bundleKey, token, id: id! });
+    } else if (id !== undefined && this.#modeIds?.delete(id)) this.#send({ kind: "Q", key, token, slot, id });
     else this.#send({ kind: "A", key, token, id });
   }
 
   timedOut(key: string, id: string | undefined): void {
     this.#pending -= 1;
-    if (id !== undefined) this.#modeIds?.delete(id);
-    this.#send({ kind: "T", key, id });
+    const requestKey = this.#requestKey(key, id);
+    this.#forgetId(id);
+    this.#send({ kind: "T", key: requestKey, id });
   }
 
   refused(key: string, id: string | undefined, code: ErrorCode, message: string): void {
     this.#pending -= 1;
     const op = this.#acquireOp(id);
-    if (id !== undefined) this.#modeIds?.delete(id);
-    this.error(op, key, id, code, message);
+    const requestKey = this.#requestKey(key, id);
+    this.#forgetId(id);
+    this.error(op, requestKey, id, code, message);
   }
 
   /** A retry of one of our queued acquires (same id) took its place on another session. */
   displaced(id: string | undefined): void {
     this.#pending -= 1;
-    if (id !== undefined) this.#modeIds?.delete(id);
+    this.#forgetId(id);
+  }
+
+  /** The key a reply to the queued acquire `id` names: a bundle's first key as it was sent. */
+  #requestKey(key: string, id: string | undefined): string {
+    return (id === undefined ? undefined : this.#bundleKeys?.get(id)) ?? key;
+  }
+
+  #forgetId(id: string | undefined): void {
+    if (id === undefined) return;
+    this.#modeIds?.delete(id);
+    this.#bundleKeys?.delete(id);
   }
 
   /** Answers every queued acquire with `code` (the client retries elsewhere) and ends the session. */
   failPending(code: ErrorCode, message: string): void {
     for (const { key, id } of this.#ctx.node.sessionWaiters(this.#session)) {
-      this.#send({ kind: "E", op: this.#acquireOp(id), key, id, code, message });
+      this.#send({ kind: "E", op: this.#acquireOp(id), key: this.#requestKey(key, id), id, code, message });
     }
     this.close();
   }
@@ -94,25 +120,31 @@ export class LockVerbs implements AcquireSink {
    * address (a lost ownership lease, no successor known yet), with `NO_ACTIVE`.
    */
   redirectPending(address: string | undefined): void {
-    for (const { key, id } of this.#ctx.node.sessionWaiters(this.#session)) {
+    for (const waiter of this.#ctx.node.sessionWaiters(this.#session)) {
+      const { id } = waiter;
       const op = this.#acquireOp(id);
+      const key = this.#requestKey(waiter.key, id);
       if (address === undefined)
         this.error(op, key, id, "NO_ACTIVE", "this node stopped being the active; retry shortly");
       else this.#send({ kind: "M", op, key, address, id });
     }
+    this.#watchVerbs.moved(address);
     this.close();
   }
 
   /** The session is over: its queued acquires are withdrawn, its holders keep their leases. */
   close(): void {
     this.#ctx.node.closeSession(this.#session);
+    this.#watchVerbs.close();
     this.#pending = 0;
     this.#modeIds = undefined;
+    this.#bundleKeys = undefined;
   }
 
   /** The verb a queued acquire came with. */
-  #acquireOp(id: string | undefined): "A" | "Q" {
-    return id !== undefined && this.#modeIds?.has(id) ? "Q" : "A";
+  #acquireOp(id: string | undefined): "A" | "Q" | "B" {
+    if (id === undefined) return "A";
+    return this.#modeIds?.has(id) ? "Q" : this.#bundleKeys?.has(id) ? "B" : "A";
   }
 
   /** Sends an error reply, counted by the observer like every `E`. */
@@ -129,20 +161,16 @@ export class LockVerbs implements AcquireSink {
       return;
     }
     // Another cluster's key is redirected there by any node of this one, standbys included.
-    if (this.#ctx.slots && "key" in request) {
-      const verdict = this.#ctx.slots.check(request, node.serving);
+    const keyed = request.op === "B" ? { op: "B" as const, key: request.keys[0]!, id: request.id } : request;
+    if (this.#ctx.slots && "key" in keyed) {
+      if (request.op === "B" && !this.#sameSlot(request)) return;
+      const verdict = this.#ctx.slots.check(keyed, node.serving);
       if (verdict?.kind === "redirect") {
         this.#send(verdict.reply);
         return;
       }
       if (verdict?.kind === "refuse") {
-        this.error(
-          request.op,
-          request.key,
-          "id" in request ? request.id : undefined,
-          verdict.code,
-          verdict.message,
-        );
+        this.error(keyed.op, keyed.key, "id" in keyed ? keyed.id : undefined, verdict.code, verdict.message);
         return;
       }
     }
@@ -170,11 +198,18 @@ export class LockVerbs implements AcquireSink {
       case "C":
         this.#cancel(request);
         return;
+      case "B":
+        this.#bundle(request);
+        return;
       case "P":
         this.#send(request.nonce === undefined ? { kind: "P" } : { kind: "P", nonce: request.nonce });
         return;
       case "I":
         this.#send({ kind: "I", fields: this.#info() });
+        return;
+      case "O":
+      case "U":
+        this.#watchVerbs.run(request);
         return;
     }
   }
@@ -182,16 +217,7 @@ export class LockVerbs implements AcquireSink {
   #acquire(request: VerbRequest<"A" | "Q">): void {
     const { op, key, id } = request;
     if (!this.#leaseInRange(op, key, id, request.leaseMs)) return;
-    if (request.waitMs > this.#ctx.limits.maxWaitMs) {
-      this.error(
-        op,
-        key,
-        id,
-        "WAIT_OUT_OF_RANGE",
-        `wait must be at most ${this.#ctx.limits.maxWaitMs / 1000} s`,
-      );
-      return;
-    }
+    if (!this.#waitInRange(op, key, id, request.waitMs)) return;
     if (this.#pending >= this.#ctx.limits.maxPendingPerConnection) {
       this.error(op, key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
       return;
@@ -222,6 +248,51 @@ export class LockVerbs implements AcquireSink {
     } else this.#refuse(op, key, id, outcome, mode);
   }
 
+  /** `B`: every key at once (engine/bundle.ts); replies name the first key as sent. */
+  #bundle(request: VerbRequest<"B">): void {
+    const { keys, id } = request;
+    const key = keys[0]!;
+    if (!this.#leaseInRange("B", key, id, request.leaseMs)) return;
+    if (!this.#waitInRange("B", key, id, request.waitMs)) return;
+    if (this.#pending >= this.#ctx.limits.maxPendingPerConnection) {
+      this.error("B", key, id, "TOO_MANY_REQUESTS", "too many acquires queued on this connection");
+      return;
+    }
+    if (!this.#withinKeyQuota("B", key, id, keys.length)) return;
+    // The same condition as lock modes: a peer that cannot replicate them predates bundles too.
+    const refusal = this.#ctx.node.lockModesRefusal();
+    if (refusal !== undefined) {
+      this.error(
+        "B",
+        key,
+        id,
+        "BUNDLES_UNAVAILABLE",
+        refusal.replace("shared holders or permits", "bundles"),
+      );
+      return;
+    }
+    const input = { keys, leaseMs: request.leaseMs, waitMs: request.waitMs, id, payload: this };
+    const outcome = this.#ctx.node.acquireAll(this.#session, input);
+    if (outcome.status === "granted") {
+      if (!outcome.replayed) this.#ctx.node.observer.granted(0);
+      this.#send({ kind: "B", key, token: outcome.token, id });
+    } else if (outcome.status === "queued") {
+      this.#pending += 1;
+      this.#bundleKeys ??= new Map();
+      this.#bundleKeys.set(id, key);
+      (outcome.displaced as LockVerbs | undefined)?.displaced(id);
+    } else this.#refuse("B", key, id, outcome, EXCLUSIVE);
+  }
+
+  /** With a slot map, a bundle's keys must share one slot; answers CROSS_SLOT if not. */
+  #sameSlot(request: VerbRequest<"B">): boolean {
+    const other = crossSlotKey(request.keys);
+    if (other === undefined) return true;
+    const message = `${other} is in another key slot than ${request.keys[0]}: tag a bundle's keys alike ({tag}:key)`;
+    this.error("B", request.keys[0]!, request.id, "CROSS_SLOT", message);
+    return false;
+  }
+
   #tryAcquire(request: VerbRequest<"Y" | "W">): void {
     const { op, key, id } = request;
     if (!this.#leaseInRange(op, key, id, request.leaseMs)) return;
@@ -250,7 +321,7 @@ export class LockVerbs implements AcquireSink {
 
   /** The engine refused an acquire: a limit, or a mode the key's kind or limit disagrees with. */
   #refuse(
-    op: "A" | "Q" | "Y" | "W",
+    op: "A" | "Q" | "Y" | "W" | "B",
     key: string,
     id: string | undefined,
     outcome: Rejected<string>,
@@ -305,16 +376,30 @@ export class LockVerbs implements AcquireSink {
    * The engine counts the session's grants exactly (a lease expiry, a hand-off or a retry on
    * another connection ends one at once), so this costs no lookup below the quota.
    */
-  #withinKeyQuota(op: "A" | "Y" | "Q" | "W", key: string, id: string | undefined): boolean {
+  #withinKeyQuota(op: "A" | "Y" | "Q" | "W" | "B", key: string, id: string | undefined, count = 1): boolean {
     const quota = this.#ctx.limits.maxKeysPerConnection;
     const session = this.#session;
-    if (session.heldCount + this.#pending < quota || this.#ctx.node.heldBy(key, session) > 0) return true;
+    // A bundle counts each of its keys (a retry of one it holds is let through by its first key).
+    if (session.heldCount + this.#pending + count - 1 < quota || this.#ctx.node.heldBy(key, session) > 0)
+      return true;
     this.error(
       op,
       key,
       id,
       "TOO_MANY_CONNECTION_KEYS",
       `this connection holds or awaits ${quota} keys, its limit`,
+    );
+    return false;
+  }
+
+  #waitInRange(op: RequestOp, key: string, id: string | undefined, waitMs: number): boolean {
+    if (waitMs <= this.#ctx.limits.maxWaitMs) return true;
+    this.error(
+      op,
+      key,
+      id,
+      "WAIT_OUT_OF_RANGE",
+      `wait must be at most ${this.#ctx.limits.maxWaitMs / 1000} s`,
     );
     return false;
   }
@@ -348,7 +433,7 @@ export class LockVerbs implements AcquireSink {
 
   /** A standby answers lock verbs with the active's address, or `NO_ACTIVE` while it knows none. */
   #redirect(request: LockRequest, address: string | undefined): void {
-    const key = "key" in request ? request.key : "-";
+    const key = "key" in request ? request.key : request.op === "B" ? request.keys[0]! : "-";
     const id = "id" in request ? request.id : undefined;
     if (address === undefined) {
       const held = this.#ctx.node.heldFor;
@@ -376,5 +461,7 @@ function refusalMessage(outcome: Rejected<string>, mode: LockMode): string {
       ? "the key is a semaphore: acquire it with permits"
       : "the key is a lock (exclusive or shared): acquire it without permits";
   if (outcome.code === "TOO_MANY_KEYS") return "the server holds too many locks";
+  if (outcome.code === "TOO_MANY_BUNDLE_KEYS")
+    return "the bundle names more keys than the server allows in one";
   return "the key's wait queue is full";
 }

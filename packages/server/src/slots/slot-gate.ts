@@ -8,7 +8,10 @@ import {
 } from "@lock/protocol";
 
 /** The keyed verbs: every one of them is for the cluster that serves its key's slot. */
-type KeyedRequest = Extract<Request, { key: string }>;
+/** A keyed request, or a bundle as the gate reads it: by its first key (its keys share one slot). */
+type KeyedRequest =
+  | Extract<Request, { key: string }>
+  | { readonly op: "B"; readonly key: string; readonly id: string };
 
 /** What the gate says of a keyed request: undefined (serve it here), a redirect, or a refusal. */
 export type SlotVerdict =
@@ -218,7 +221,8 @@ export class SlotGate {
       cluster: owner,
       address,
     } as const;
-    return request.id === undefined ? reply : { ...reply, id: request.id };
+    const id = "id" in request ? request.id : undefined;
+    return id === undefined ? reply : { ...reply, id };
   }
 
   /** Marks the slots `next` gives this cluster that `previous` did not (see `#gainedAt`). */

@@ -9,7 +9,7 @@ import { MUTATIONS, type Mutation, type SimResult, simulate } from "./simulator.
  * replays it and the schedule's faults. Exit 1 if any schedule failed.
  */
 const USAGE = `usage: pnpm sim [--seeds N] [--seed S | --from F] [--nodes K] [--steps M] [--clients C]
-                [--mutation none|same-node-id|clock-behind|peer-token-mismatch|writer-beside-reader|fresh-retry-id|lease-overrun|skip-epoch-raise]
+                [--mutation none|same-node-id|clock-behind|peer-token-mismatch|writer-beside-reader|bundle-key-by-key|fresh-retry-id|lease-overrun|skip-epoch-raise]
                 [--coordinated] [--clusters K] [--log]
   --seeds N     schedules to run (default 1000), seeds F, F+1, ...
   --from F      first seed (default: random, printed)
@@ -17,7 +17,8 @@ const USAGE = `usage: pnpm sim [--seeds N] [--seed S | --from F] [--nodes K] [--
   --nodes K     cluster size (default 3; with --clusters, of each cluster)
   --steps M     faults per schedule (default 8)
   --mutation X  break a token-epoch rule (same-node-id, clock-behind), the peer handshake
-                (peer-token-mismatch), the lock modes' rule (writer-beside-reader) or the client
+                (peer-token-mismatch), the lock modes' rule (writer-beside-reader), bundles
+                (bundle-key-by-key: a grant per key, not one for all) or the client
                 (fresh-retry-id: retries under a new request id) or the ownership lease (lease-overrun,
                 with --coordinated) or slot moves (skip-epoch-raise, with --clusters: a cluster serves
                 slots moved to it without a fresh epoch) on purpose: the checker must then fail

@@ -96,6 +96,20 @@ describe("History (the simulator's checker)", () => {
     expect(h.failures[0]).toMatch(/k's token went backwards/);
   });
 
+  it("with a coordinator, a bundle's other keys' tokens rise too, and a replayed bundle grant is no step back", () => {
+    const { h } = history(true);
+    h.issued("a0#1.1", "a0", "k", t(E2, 1), "r1", 1_000, E2, leased("a"));
+    h.issued("a0#1.1", "a0", "m", t(E2, 2), "b1", 1_000, E2, leased("a"));
+    h.bundleKeys(["m", "n"], t(E2, 2));
+    h.bundleKeys(["m", "n"], t(E2, 2));
+    expect(h.failures).toEqual([]);
+    // Another cluster, on its lower epoch, grants a bundle of j and k below a's grant of k.
+    h.issued("b0#1.1", "b0", "j", t(E1, 1), "b2", 1_000, E1, leased("b"));
+    expect(h.failures).toEqual([]);
+    h.bundleKeys(["j", "k"], t(E1, 1));
+    expect(h.failures[0]).toMatch(/k's token went backwards in a bundle/);
+  });
+
   it("with a coordinator, two serving nodes fail only if they are of one cluster", () => {
     const { h } = history(true);
     h.serving(1, "a");

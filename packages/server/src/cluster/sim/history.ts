@@ -38,6 +38,12 @@ interface Issue {
   readonly id: string | undefined;
   /** The two-active window it was issued in, if any. */
   readonly window: number | undefined;
+  /**
+   * Another node promoted after the granting node's own promotion: a rival active (in a partition,
+   * maybe not serving yet, so no window) that never hears of this grant, and may later be the one
+   * that serves the key.
+   */
+  readonly rivalled: boolean;
   readonly leaseEndsAt: number;
 }
 
@@ -50,6 +56,10 @@ export class History {
   readonly failures: string[] = [];
   readonly #issues: Issue[] = [];
   readonly #byToken = new Map<bigint, Issue>();
+  /** When each term (a node's run as the active) began. */
+  readonly #promotedAt = new Map<string, number>();
+  /** Every key of a bundle's grant, by its token (`#byToken` has its first key). */
+  readonly #bundleKeys = new Map<bigint, readonly string[]>();
   /** Per node term and key, the queue of acquires as they arrived. */
   readonly #queues = new Map<string, Queued[]>();
   /** Per node term: tokens of the replicated table it promoted with. */
@@ -87,6 +97,8 @@ export class History {
   };
   readonly #pending = new Set<string>();
   #now: () => number;
+  /** When a node last promoted (-1: none did yet). */
+  #lastPromotionAt = -1;
 
   readonly #coordinated: boolean;
 
@@ -130,7 +142,8 @@ export class History {
     const at = this.#now();
     const cluster = coordinator?.cluster ?? "";
     const window = this.#window.get(cluster);
-    const issue: Issue = { at, node, cluster, key, token, id, window, leaseEndsAt: at + leaseMs };
+    const rivalled = this.#lastPromotionAt > (this.#promotedAt.get(term) ?? Number.NEGATIVE_INFINITY);
+    const issue: Issue = { at, node, cluster, key, token, id, window, rivalled, leaseEndsAt: at + leaseMs };
     const same = this.#byToken.get(token);
     if (same) {
       if (same.key !== key || same.id === undefined || same.id !== id)
@@ -170,6 +183,25 @@ export class History {
     if (last !== undefined && token <= last.token)
       this.fail(`${key}'s token went backwards: ${describe(last)}, then ${describe(issue)}`);
     this.#lastOfKey.set(key, issue);
+  }
+
+  /**
+   * The keys of a bundle granted with `token`, whose first key went through `issued`: with a
+   * coordinator each of its keys' tokens must rise too. (Without one, `issued` already checks the
+   * token against every earlier grant of any key.)
+   */
+  bundleKeys(keys: readonly string[], token: bigint): void {
+    const issue = this.#byToken.get(token);
+    if (issue === undefined) return;
+    this.#bundleKeys.set(token, keys);
+    if (!this.#coordinated) return;
+    for (const key of keys) {
+      const last = this.#lastOfKey.get(key);
+      if (key === issue.key || last?.token === token) continue;
+      if (last !== undefined && token < last.token)
+        this.fail(`${key}'s token went backwards in a bundle: ${describe(last)}, then ${describe(issue)}`);
+      this.#lastOfKey.set(key, { ...issue, key });
+    }
   }
 
   /**
@@ -223,8 +255,28 @@ export class History {
 
   /** `lone`: it had not heard from every peer since it started. */
   promoted(term: string, tokens: Set<bigint>, lone: boolean): void {
+    this.#lastPromotionAt = this.#now();
+    this.#promotedAt.set(term, this.#lastPromotionAt);
     this.#inherited.set(term, tokens);
     if (lone) this.#lonePromotions.set(term, this.#now());
+  }
+
+  /** Whether a node granted `key` with `token` (alone, or as one of a bundle's keys). */
+  granted(token: bigint, key: string): boolean {
+    return this.#byToken.get(token)?.key === key || (this.#bundleKeys.get(token)?.includes(key) ?? false);
+  }
+
+  /**
+   * Whether the grant of `token` may be unknown to the active now: a node promoted after it (a
+   * failover), it was granted while two nodes served (a partition, the other active never had it),
+   * or a rival had promoted before it on the other side of a partition (`rivalled`).
+   */
+  mayBeLost(token: bigint): boolean {
+    const issue = this.#byToken.get(token);
+    return (
+      issue !== undefined &&
+      (this.#lastPromotionAt >= issue.at || issue.window !== undefined || issue.rivalled)
+    );
   }
 
   /** `node` (in `term`) answered a release of `token` with `R key 0`. */

@@ -22,6 +22,8 @@ export type ClientMutation = "fresh-retry-id";
 export interface AppOptions {
   /** Keys whose name starts with `s` are semaphores of SEMAPHORE_PERMITS; the others read/write locks. */
   readonly keys: readonly string[];
+  /** Key sets an operation may take at once (`acquireAll`), none of them semaphores. */
+  readonly bundles?: ReadonlyArray<readonly string[]> | undefined;
   /** The client's configured servers (several clusters: maybe one cluster's). */
   readonly servers: readonly string[];
   /** The workload's choices: operations, keys, leases, waits, holds. */
@@ -90,10 +92,14 @@ export class SimApp {
     this.#closed = true;
   }
 
-  /** One acquire (of some kind), and if granted a hold and a release. */
+  /** One acquire (of some kind, or a bundle 1 in 5), and if granted a hold and a release. */
   async #operation(client: LockClient): Promise<void> {
-    const { rng, keys } = this.options;
+    const { rng, keys, bundles } = this.options;
     const op = `${this.name}#${this.#ops++}`;
+    if (bundles !== undefined && bundles.length > 0 && rng.chance(0.2)) {
+      await this.#bundleOperation(client, op, rng.pick(bundles));
+      return;
+    }
     const key = rng.pick(keys);
     const leaseMs = rng.int(200, 2_000);
     this.history.acquireStarted(this.name, op, key);
@@ -104,6 +110,31 @@ export class SimApp {
       this.history.acquireSettled(this.name, op, outcomeOf(error));
       return;
     }
+    await this.#holdAndRelease(op, lock);
+  }
+
+  /** `acquireAll(keys)`: one grant for every key; a key held shared refuses it (KIND_MISMATCH). */
+  async #bundleOperation(client: LockClient, op: string, keys: readonly string[]): Promise<void> {
+    const { rng } = this.options;
+    const options = {
+      leaseMs: rng.int(200, 2_000),
+      waitMs: rng.int(100, 3_000),
+      autoExtend: rng.chance(0.2),
+    };
+    this.history.acquireStarted(this.name, op, keys.join(","));
+    let lock: Lock;
+    try {
+      lock = await client.acquireAll(keys, options);
+    } catch (error) {
+      const busy = error instanceof LockServerError && error.serverCode === "KIND_MISMATCH";
+      this.history.acquireSettled(this.name, op, busy ? "busy" : outcomeOf(error));
+      return;
+    }
+    await this.#holdAndRelease(op, lock);
+  }
+
+  async #holdAndRelease(op: string, lock: Lock | null): Promise<void> {
+    const key = lock?.key ?? "";
     if (lock === null) {
       this.history.acquireSettled(this.name, op, "busy");
       return;

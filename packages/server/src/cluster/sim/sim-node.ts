@@ -23,6 +23,8 @@ import { SIM_CLUSTER, type SimStore } from "./sim-store.js";
 
 /** What the simulator learns from a node as it runs: its replies as they leave, role changes. */
 export interface NodeObserver {
+  /** A bundle's grant (after `issued` for its first key): all its keys. */
+  bundleIssued?(node: SimNode, keys: readonly string[], token: bigint): void;
   /** A grant (or a replayed grant) left this node for a client at `now`. */
   issued(node: SimNode, key: string, token: bigint, id: string | undefined, leaseMs: number): void;
   /** An acquire was queued on this node (no immediate answer). */
@@ -56,6 +58,8 @@ export interface SimNodeConfig {
   readonly peerToken: string | undefined;
   /** A negative control: the engine's rule of which holds share a key, with a bug in it. */
   readonly holdRule?: HoldRule | undefined;
+  /** A negative control: the engine takes a bundle key by key, a grant each. */
+  readonly bundleKeyByKey?: boolean | undefined;
   /** Simulated time between two slices of a snapshot's load (8 holders installed, keys cleared or changes applied). */
   readonly loadPauseMs: number;
   /**
@@ -81,8 +85,10 @@ class ClientSession implements ConnectionEnd {
   readonly #waiting: string[] = [];
   /** Leases asked by this session's acquires, by id: a grant's lease, for the checker. */
   readonly #leases = new Map<string, number>();
-  /** Acquires queued on this session, by id, with their key. */
-  readonly #queued = new Map<string, string>();
+  /** Acquires queued on this session, by id, with their keys (one, or a bundle's). */
+  readonly #queued = new Map<string, readonly string[]>();
+  /** Bundles (`B`) asked on this session, by id, with their keys: checked when granted. */
+  readonly #bundles = new Map<string, readonly string[]>();
   /** Replies sent while a request runs: none for an acquire means it was queued. */
   #repliesInRun = 0;
   #releasing: { key: string; token: bigint } | undefined;
@@ -107,13 +113,17 @@ class ClientSession implements ConnectionEnd {
     this.#repliesInRun += 1;
     const { node } = this;
     const observer = node.observer;
-    const grant = reply.kind === "A" || reply.kind === "Q";
+    const grant = reply.kind === "A" || reply.kind === "Q" || reply.kind === "B";
     if (grant || reply.kind === "Y" || reply.kind === "W") {
       observer.issued(node, reply.key, reply.token, reply.id, this.#leases.get(reply.id ?? "") ?? 0);
     }
+    if (reply.kind === "B") this.#checkBundle(reply.id, reply.token);
     if ((grant || reply.kind === "T" || reply.kind === "M" || reply.kind === "E") && reply.id) {
-      if (this.#queued.delete(reply.id)) observer.dequeued(node, reply.key, reply.id, grant);
+      const keys = this.#queued.get(reply.id);
+      this.#queued.delete(reply.id);
+      for (const key of keys ?? []) observer.dequeued(node, key, reply.id, grant);
       this.#leases.delete(reply.id);
+      this.#bundles.delete(reply.id);
     }
     if (reply.kind === "R" && !reply.released && this.#releasing)
       observer.refusedRelease(node, this.#releasing.key, this.#releasing.token);
@@ -133,13 +143,15 @@ class ClientSession implements ConnectionEnd {
         throw new Error(`the simulated client sent ${JSON.stringify(line)}`);
       this.#repliesInRun = 0;
       this.#releasing = request.op === "R" ? { key: request.key, token: request.token } : undefined;
-      const waits = request.op === "A" || request.op === "Q";
+      const waits = request.op === "A" || request.op === "Q" || request.op === "B";
       if (waits && request.id) this.#leases.set(request.id, request.leaseMs);
+      if (request.op === "B") this.#bundles.set(request.id, request.keys);
       this.verbs.run(request);
       this.#releasing = undefined;
       if (waits && request.id && this.#repliesInRun === 0) {
-        this.#queued.set(request.id, request.key);
-        this.node.observer.queued(this.node, request.key, request.id);
+        const keys = request.op === "B" ? request.keys : [request.key];
+        this.#queued.set(request.id, keys);
+        for (const key of keys) this.node.observer.queued(this.node, key, request.id);
       }
     }
     this.node.lock?.afterRequests();
@@ -154,8 +166,24 @@ class ClientSession implements ConnectionEnd {
 
   /** Its queued acquires are gone with it (closed, or the node was killed). */
   withdrawn(): void {
-    for (const [id, key] of this.#queued) this.node.observer.dequeued(this.node, key, id, false);
+    for (const [id, keys] of this.#queued)
+      for (const key of keys) this.node.observer.dequeued(this.node, key, id, false);
     this.#queued.clear();
+    this.#bundles.clear();
+  }
+
+  /** A bundle's grant holds every one of its keys, under its one token (all or nothing). */
+  #checkBundle(id: string, token: bigint): void {
+    const keys = this.#bundles.get(id) ?? [];
+    this.node.observer.bundleIssued?.(this.node, keys, token);
+    for (const key of keys) {
+      const holders = this.node.lock!.holdersOf(key).map((holder) => holder.token);
+      if (holders.length !== 1 || holders[0] !== token)
+        this.node.observer.violation(
+          this.node,
+          `bundle ${id} granted with token ${token}, but ${key} is held by [${holders.join(", ")}]`,
+        );
+    }
   }
 
   pause(): void {
@@ -247,6 +275,7 @@ export class SimNode implements Host {
         maxClockSkewMs: config.maxClockSkewMs,
         wallNow: () => config.wallOrigin + scheduler.now + config.skewMs,
         ...(config.holdRule ? { holdRule: config.holdRule } : {}),
+        ...(config.bundleKeyByKey ? { bundleKeyByKey: true } : {}),
       },
       cluster: {
         peers: config.peers,

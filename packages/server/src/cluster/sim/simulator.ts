@@ -1,12 +1,15 @@
+import { keySlot } from "@lock/protocol";
 import { History } from "./history.js";
 import { scheduleFault } from "./inject.js";
 import { describeFault, type Fault, planFaults, planMoves } from "./nemesis.js";
 import { RequestLabels } from "./request-labels.js";
 import { type ClientMutation, SEMAPHORE_PERMITS, SimApp } from "./sim-app.js";
 import type { NodeObserver } from "./sim-node.js";
+import { SimWatcher } from "./sim-watcher.js";
 import { SlotChecks } from "./slot-checks.js";
 import type { SlotOperator } from "./slot-operator.js";
 import { workloadKeys } from "./slot-workload.js";
+import { WatchChecks } from "./watch-checks.js";
 import { type SimCluster, SimWorld, type Mutation as WorldMutation } from "./world.js";
 
 /** The workload's keys: two read/write locks and a semaphore (sim-app.ts). */
@@ -20,6 +23,7 @@ export const MUTATIONS: readonly Mutation[] = [
   "clock-behind",
   "peer-token-mismatch",
   "writer-beside-reader",
+  "bundle-key-by-key",
   "fresh-retry-id",
   "lease-overrun",
   "skip-epoch-raise",
@@ -50,6 +54,8 @@ export interface SimResult {
   /** The fault schedule, one line per fault, for a human. */
   readonly schedule: readonly string[];
   readonly counts: History["counts"];
+  /** States the watcher (real `observe()`) was told, and how many of them held the key. */
+  readonly watched: WatchChecks["counts"];
   /** Several clusters: the moves begun and committed, and what the operator's tool went through. */
   readonly moves?: SlotChecks["counts"] & SlotOperator["counts"];
   readonly simulatedMs: number;
@@ -101,8 +107,10 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     slots = new SlotChecks(world.store.state, keys, (what) => history.fail(what));
     world.operator.log = log;
   }
-  const plan = schedule(world, history, options, keys, labels, log);
+  const watches = new WatchChecks(history, (what) => history.fail(what));
+  const plan = schedule(world, history, options, keys, labels, log, watches);
   await runUntilSettled(world, history, plan, slots, log);
+  await finishWatching(world, history, plan, watches);
   for (const app of plan.clients) if (app.busy) history.fail(`${app.name}'s client never finished closing`);
   const unsettled = history.unsettled();
   if (unsettled.length > 0) history.fail(`operations never settled: ${unsettled.slice(0, 5).join("; ")}`);
@@ -114,6 +122,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     failures: history.failures,
     schedule: plan.faults.map((fault) => describeFault(fault, world.names)),
     counts: history.counts,
+    watched: watches.counts,
     ...(slots && world.operator ? { moves: { ...slots.counts, ...world.operator.counts } } : {}),
     simulatedMs: Math.round(world.now),
     events: world.events,
@@ -147,6 +156,7 @@ function recordingObserver(
       history.issued(node.term, node.name, key, token, label, leaseMs, told, coordinator);
       slots()?.granted(node.name, cluster, key, token, node.gate?.map);
     },
+    bundleIssued: (_node, keys, token) => history.bundleKeys(keys, token),
     queued: (node, key, id) => history.queued(node.term, key, labels.label(id)),
     dequeued: (node, key, id, granted) => history.dequeued(node.term, key, labels.label(id), granted),
     refusedRelease: (node, key, token) => history.refusedRelease(node.term, key, token),
@@ -168,6 +178,8 @@ function recordingObserver(
 /** The run's plan: its clients, its faults, when everything heals and when clients stop. */
 interface Plan {
   readonly clients: readonly SimApp[];
+  /** Watches every key with the real client's `observe()` (sim-watcher.ts). */
+  readonly watcher: SimWatcher;
   readonly keys: readonly string[];
   readonly faults: readonly Fault[];
   readonly healAt: number;
@@ -182,6 +194,7 @@ function schedule(
   keys: readonly string[],
   labels: RequestLabels,
   log: ((line: string) => void) | undefined,
+  watches: WatchChecks,
 ): Plan {
   const { rng, scheduler, network, nodes, names } = world;
   const mutation = isClientMutation(options.mutation) ? options.mutation : undefined;
@@ -189,6 +202,11 @@ function schedule(
     (i) =>
       new SimApp(`c${i}`, world, history, {
         keys,
+        // Both read/write keys in either order (A,B against B,A); with a slot map they live in
+        // different clusters' slots, so a bundle there is one key.
+        bundles: world.initialMap
+          ? keys.slice(0, -1).map((key) => [key])
+          : [keys.slice(0, -1), keys.slice(0, -1).reverse()],
         servers: serversOf(world, i),
         rng: rng.fork(),
         jitter: rng.fork(),
@@ -200,12 +218,14 @@ function schedule(
 
   for (const node of nodes) scheduler.at(rng.int(0, 300), () => node.start());
   for (const client of clients) scheduler.at(rng.int(300, 600), () => client.start());
+  const watcher = new SimWatcher("w0", world, watches, names, rng.fork());
+  scheduler.at(rng.int(300, 600), () => watcher.start(keys));
   const random = planFaults(
     rng.fork(),
     nodes.length,
     options.steps ?? 8,
     1_500,
-    clients.length,
+    clients.length + 1,
     world.store !== undefined,
   );
   // The slots of the read/write keys (the semaphore shares the first one's) move among the faults.
@@ -214,7 +234,8 @@ function schedule(
     ? planMoves(rng.fork(), keys.slice(0, -1), world.clusters.length, 1_500, lastAt)
     : [];
   const faults = [...random, ...moves].sort((a, b) => a.at - b.at);
-  const clientNames = clients.map((client) => client.name);
+  // Faults reach the watcher like the other applications.
+  const clientNames = [...clients.map((client) => client.name), watcher.name];
   for (const fault of faults) {
     scheduleFault(fault, world, clientNames);
     if (log) scheduler.at(fault.at, () => log(`fault: ${describeFault(fault, names).trim()}`));
@@ -233,7 +254,7 @@ function schedule(
   scheduler.at(drainAt, () => {
     for (const client of clients) client.draining = true;
   });
-  return { clients, keys, faults, healAt, drainAt };
+  return { clients, watcher, keys, faults, healAt, drainAt };
 }
 
 /**
@@ -299,6 +320,60 @@ async function runUntilSettled(
   } catch (error) {
     history.fail(`exception: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
   }
+}
+
+/** How many times the final watch check looks again (200 ms apart) for pushes still on their way. */
+const WATCH_CHECKS = 10;
+/** How long the watcher's client gets to close at the end. */
+const WATCHER_CLOSE_MS = 10_000;
+
+/**
+ * After the run: the watcher's last state of every key must be the active's (once the pushes on
+ * their way have arrived: it looks again a few times), then its client closes.
+ */
+async function finishWatching(
+  world: SimWorld,
+  history: History,
+  plan: Plan,
+  watches: WatchChecks,
+): Promise<void> {
+  const { watcher, keys } = plan;
+  let problems: string[] = [];
+  for (let attempt = 0; attempt < WATCH_CHECKS; attempt++) {
+    problems = keys.flatMap((key) => {
+      const active = activeFor(world, key);
+      if (active === undefined) return [`no active serves ${key} at the end`];
+      const problem = watches.finalMismatch(
+        watcher.name,
+        key,
+        watcher.lastState(key),
+        active.holderSummary(key),
+      );
+      return problem === undefined ? [] : [problem];
+    });
+    if (problems.length === 0) break;
+    await world.runUntil(world.now + 200);
+  }
+  for (const problem of problems) history.fail(problem);
+  let closed = false;
+  watcher.close().then(
+    () => (closed = true),
+    (error: unknown) => history.fail(`the watcher's client failed to close: ${String(error)}`),
+  );
+  await world.runUntil(world.now + WATCHER_CLOSE_MS, () => closed);
+  if (!closed) history.fail("the watcher's client never finished closing");
+}
+
+/** The active node that serves `key` (its cluster's, with several), if there is one. */
+function activeFor(world: SimWorld, key: string) {
+  const slot = keySlot(key);
+  const active = world.nodes.find(
+    (node) =>
+      node.up &&
+      node.lock?.role === "active" &&
+      (node.gate?.map === undefined || node.gate.map.rangeOf(slot).cluster === node.clusterName),
+  );
+  return active?.lock;
 }
 
 /** Exactly one active in the cluster, and every standby's table equal to its table; else what is wrong. */

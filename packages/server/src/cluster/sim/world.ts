@@ -18,6 +18,7 @@ import { initialSlotMap } from "./slot-workload.js";
  * `peer-token-mismatch`: the last node holds another peer token, so the real peer handshake keeps
  * it out of the cluster (a simulator that skipped the handshake would let it in unnoticed).
  * `writer-beside-reader`: the engine grants an exclusive request beside shared holders.
+ * `bundle-key-by-key`: the engine takes a bundle's keys one by one, each under its own token.
  * `lease-overrun` (coordinated runs): nodes trust their ownership lease for three lease lengths
  * past its end, so they grant without a valid lease. `skip-epoch-raise` (several clusters): a
  * cluster serves slots moved to it with the epoch it has, no fresh one from the store.
@@ -29,7 +30,8 @@ export type Mutation =
   | "same-node-id"
   | "clock-behind"
   | "peer-token-mismatch"
-  | "writer-beside-reader";
+  | "writer-beside-reader"
+  | "bundle-key-by-key";
 
 /** The engine's hold rule with a bug on purpose: an exclusive request is granted beside readers. */
 const WRITER_BESIDE_READER: HoldRule = (mode, holding, holders, maxShared) =>
@@ -150,6 +152,7 @@ export class SimWorld {
             maxClockSkewMs: maxSkew,
             nodeId: mutation === "same-node-id" ? 0 : index,
             holdRule: mutation === "writer-beside-reader" ? WRITER_BESIDE_READER : undefined,
+            bundleKeyByKey: mutation === "bundle-key-by-key",
             peerToken: mutation === "peer-token-mismatch" && last ? "another-cluster" : undefined,
             wallOrigin: WALL_ORIGIN,
             loadPauseMs,
