@@ -16,7 +16,9 @@ export async function* leadershipChanges(
   for await (const state of client.observe(key, { signal })) {
     const term = state.held ? state.token : undefined;
     // A state can change without the leadership changing (after a reconnect, the same holder again).
-    if (term !== last) yield (last = term);
+    if (term === last) continue;
+    last = term;
+    yield term;
   }
 }
 
