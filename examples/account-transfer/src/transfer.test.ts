@@ -58,8 +58,8 @@ async function lockd(): Promise<{ clientA: LockClient; clientB: LockClient }> {
 it("transfers A→B and B→A at once from two clients never deadlock, and every one is applied", async () => {
   const pool = await database({ alice: 1_000, bob: 1_000 });
   const { clientA, clientB } = await lockd();
-  // A deadlock would show as LockTimeoutError here, not as a hung test.
-  const options = { pool, leaseMs: 10_000, waitMs: 20_000 };
+  // A deadlock would show as LockTimeoutError here, before the test times out (20 s).
+  const options = { pool, leaseMs: 10_000, waitMs: 10_000 };
   const rounds = 150;
   const runs: Promise<void>[] = [];
   for (let i = 0; i < rounds; i++) {
