@@ -2,10 +2,22 @@
 import { readFile } from "node:fs/promises";
 import { expect, it } from "vitest";
 
-it("the README's recipe section is src/leader.ts", async () => {
+/** The TypeScript blocks of the README section under `heading`. */
+async function blocksUnder(heading: string): Promise<string[]> {
   const readme = await readFile(new URL("../README.md", import.meta.url), "utf8");
-  const heading = "\n## The recipe: `src/leader.ts`\n";
-  const section = readme.slice(readme.indexOf(heading), readme.indexOf("\n## ", readme.indexOf(heading) + 1));
-  const blocks = [...section.matchAll(/\n```ts\n([\s\S]*?\n)```\n/g)].map((match) => match[1]);
-  expect(blocks).toEqual([await readFile(new URL("leader.ts", import.meta.url), "utf8")]);
+  const start = readme.indexOf(`\n${heading}\n`);
+  expect(start).toBeGreaterThanOrEqual(0);
+  const section = readme.slice(start, readme.indexOf("\n## ", start + 1));
+  return [...section.matchAll(/\n```ts\n([\s\S]*?\n)```\n/g)].map((match) => match[1] ?? "");
+}
+
+it("the README's recipe section is src/leader.ts", async () => {
+  expect(await blocksUnder("## The recipe: `src/leader.ts`")).toEqual([
+    await readFile(new URL("leader.ts", import.meta.url), "utf8"),
+  ]);
+});
+
+it("the README's follower section starts with src/follow.ts", async () => {
+  const [source] = await blocksUnder("## Who leads: `src/follow.ts`");
+  expect(source).toBe(await readFile(new URL("follow.ts", import.meta.url), "utf8"));
 });
