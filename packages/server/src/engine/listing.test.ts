@@ -131,6 +131,7 @@ describe("LockEngine listing", () => {
           const { engine: e, clock } = engine();
           const session = e.openSession();
           const tokens = new Map<string, bigint>();
+          let installs = 0;
           e.prepareListing(0);
           for (const step of ops) {
             if (step.op === "acquire") {
@@ -141,9 +142,11 @@ describe("LockEngine listing", () => {
               if (token !== undefined) e.release(step.key, token);
               tokens.delete(step.key);
             } else if (step.op === "install") {
-              // Replication: a standby's table follows the active's stream.
-              e.installHolder(step.key, 7n, 1_000, undefined);
-              tokens.set(step.key, 7n);
+              // Replication: a standby's table follows the active's stream. Each grant has a token
+              // of its own: holders of one token are one bundle's keys, released together.
+              const token = 1_000_000n + BigInt(++installs);
+              e.installHolder(step.key, token, 1_000, undefined);
+              tokens.set(step.key, token);
             } else if (step.op === "remove") {
               e.removeHolder(step.key);
               tokens.delete(step.key);
