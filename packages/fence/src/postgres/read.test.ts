@@ -81,10 +81,13 @@ describe("PostgresStore.fenceRead() and row locks", () => {
     const read = fenceRead(store, resource, 12n, held.body, { record: true });
     await held.inside;
     const stale = fence(store, resource, 11n, () => "never");
+    // Expected from the start: the refusal may come before `read` settles, and a rejection nobody
+    // handles yet fails the whole run (an unhandled rejection in CI).
+    const refused = expect(stale).rejects.toMatchObject({ code: "FENCE_NEWER_READ", currentToken: 12n });
     await until(async () => (await waitingOn(resource)) === 1);
     held.end();
     await read;
-    await expect(stale).rejects.toMatchObject({ code: "FENCE_NEWER_READ", currentToken: 12n });
+    await refused;
   });
 });
 
