@@ -1,5 +1,5 @@
 import type { LockMode, Reply } from "@lock/protocol";
-import type { Connection, WatchListener } from "./connection.js";
+import type { Connection } from "./connection.js";
 import { ClientClosedError, LockServerError, NoServerError } from "./errors.js";
 import type { Timer, TimerQueue } from "./timers.js";
 
@@ -44,6 +44,9 @@ export interface ObserveContext {
 /** States kept for a consumer that reads slower than they come; past it the oldest are dropped. */
 const MAX_BUFFERED_STATES = 64;
 
+// WatchListener is structural and left out of `implements`: its members are internal, stripped from
+// the published declarations, where the clause would no longer hold. (No at-sign tag here: any
+// leading comment naming the internal tag strips the whole class.)
 /**
  * `client.observe(key)`: an async iterator of the key's holder states. It watches the key on one
  * connection (`O`); when that watch ends (the connection closed, a failover, a handoff's pushed
@@ -53,7 +56,7 @@ const MAX_BUFFERED_STATES = 64;
  * `return()` (a `break` out of `for await`) and when the client closes; fails with the error of a
  * refused watch (`TOO_MANY_WATCHES`…). While no node answers it keeps asking, every retry interval.
  */
-export class KeyObserver implements AsyncIterableIterator<HolderState>, WatchListener {
+export class KeyObserver implements AsyncIterableIterator<HolderState> {
   readonly key: string;
   readonly #context: ObserveContext;
   readonly #signal: AbortSignal | undefined;
