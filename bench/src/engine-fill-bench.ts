@@ -29,7 +29,8 @@ import { printRow } from "./report.js";
  * `families` (`pnpm bench:engine-fill families`): the same cycles on this build's engine with
  * lockd's key-family meter (apps/lockd's ContentionMetrics, built: `--key-families` at its default)
  * against the same engine without it, in pairs as `cycles`; `cost_pct` is the meter's share added
- * to a grant+release (the target is at most 5 %).
+ * to a grant+release (the target is at most 5 %). `BENCH_METER=inert` runs a meter that counts
+ * nothing instead (the engine's hooks alone), `BENCH_METER=lookup` one that only looks up families.
  */
 const KEYS = Number(process.env.BENCH_FILL_KEYS ?? 5_000_000);
 const BATCH = 10_000;
@@ -226,11 +227,31 @@ async function families(): Promise<void> {
   const { KeyFamilies, DEFAULT_FAMILY_LIMIT } = await lockd("key-families.js");
   const meter = (): EngineMeter =>
     new ContentionMetrics(new KeyFamilies([], DEFAULT_FAMILY_LIMIT), DEFAULT_FAMILY_LIMIT);
-  for (const unique of [false, true]) {
-    const label = `families on/off, ${unique ? "unique" : "reused"} keys`;
-    const ratio = comparePairs(label, cycleRunner(server, unique, meter()), cycleRunner(server, unique));
-    printRow(`  ${label}`, { cost_pct: (1 / ratio - 1) * 100 });
-  }
+  // What the engine's hooks cost alone (a meter that counts nothing), to split the cost.
+  const inert: EngineMeter = {
+    held: () => 0,
+    freed: () => {},
+    queued: () => {},
+    unqueued: () => {},
+    cleared: () => {},
+    reusesReadings: true,
+  };
+  const lookup = (): EngineMeter => {
+    const families = new KeyFamilies([], DEFAULT_FAMILY_LIMIT);
+    return { ...inert, held: (key) => families.numberOf(key) };
+  };
+  const variants =
+    process.env.BENCH_METER === "inert"
+      ? [["hooks", () => inert] as const]
+      : process.env.BENCH_METER === "lookup"
+        ? [["lookup", lookup] as const]
+        : [["families", meter] as const];
+  for (const [name, make] of variants)
+    for (const unique of [false, true]) {
+      const label = `${name} on/off, ${unique ? "unique" : "reused"} keys`;
+      const ratio = comparePairs(label, cycleRunner(server, unique, make()), cycleRunner(server, unique));
+      printRow(`  ${label}`, { cost_pct: (1 / ratio - 1) * 100 });
+    }
 }
 
 /**

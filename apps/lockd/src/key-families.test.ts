@@ -58,6 +58,25 @@ describe("key families", () => {
     expect(families.names).toHaveLength(26);
   });
 
+  it("labels every key over a small alphabet by its built-in family, in any order (the recent-prefix path agrees with the scan)", () => {
+    const alphabet = ["a", "b", ":", "1", "-"];
+    let keys = [""];
+    const all: string[] = [];
+    for (let length = 1; length <= 4; length++) {
+      keys = keys.flatMap((key) => alphabet.map((char) => key + char));
+      all.push(...keys);
+    }
+    // A fixed shuffle, so families' keys interleave and recent prefixes match keys cut elsewhere.
+    let seed = 12345;
+    for (let i = all.length - 1; i > 0; i--) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      const j = seed % (i + 1);
+      [all[i], all[j]] = [all[j]!, all[i]!];
+    }
+    const families = new KeyFamilies([], 10_000);
+    for (const key of [...all, ...all]) expect(families.labelOf(key), key).toBe(builtInFamily(key));
+  });
+
   it("runs the rules once per key while the key stays cached, and at most `cacheSize` keys are", () => {
     let tests = 0;
     const counting = /^hot:/;
