@@ -125,6 +125,19 @@ afterEach(() => {
 });
 
 describe("OpenTelemetry spans (@opentelemetry/api present)", () => {
+  it("starts no span while no SDK has registered a tracer provider (the API's global proxy has no delegate)", () => {
+    trace.disable();
+    try {
+      expect(AcquireTrace.start("orders:0", "exclusive", undefined)).toBeUndefined();
+    } finally {
+      expect(trace.setGlobalTracerProvider(provider)).toBe(true);
+    }
+    const registered = AcquireTrace.start("orders:0", "exclusive", undefined);
+    expect(registered).toBeDefined();
+    registered!.settled(undefined, undefined);
+    expect(tracer.take().map((span) => span.name)).toEqual(["lock.acquire"]);
+  });
+
   it("traces an acquire, the hold it became and its release, the release a child of the hold", async () => {
     const lock = await client.acquire("orders:1", { leaseMs: 10_000, waitMs: 5_000 });
     await lock.release();
