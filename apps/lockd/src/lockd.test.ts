@@ -169,6 +169,7 @@ describe("lockd process", () => {
     c.send("A k 30 0 w");
     expect(await c.request(`R k ${token}`)).toMatch(/^A k \d+ w$/);
     expect(await c.next()).toBe("R k 1");
+    expect(await c.request("O k")).toMatch(/^O k \d+ x 1$/);
     const base = `http://127.0.0.1:${lockd.adminPort}`;
     expect(await (await fetch(`${base}/healthz`)).json()).toEqual({ status: "ok" });
     const status = (await (await fetch(`${base}/status`)).json()) as { counters: Record<string, number> };
@@ -185,6 +186,7 @@ describe("lockd process", () => {
     expect(metrics).toMatch(/^lockd_grants_total 2$/m);
     expect(metrics).toMatch(/^lockd_handoffs_total 1$/m);
     expect(metrics).toMatch(/^lockd_keys_held 1$/m);
+    expect(metrics).toMatch(/^lockd_watches 1$/m);
     expect(metrics).toMatch(/^lockd_connections_unauthenticated 0$/m);
     expect(metrics).toMatch(/^lockd_queue_wait_seconds_count 1$/m);
   });

@@ -172,11 +172,16 @@ export class LockdMetrics implements ServerObserver {
     this.#engineCounter("lockd_timeouts_total", "Acquires whose wait ran out (T replies)", (c) => c.timeouts);
   }
 
-  /** What the server holds now: keys, waiters, connections, unsent bytes, epoch and role. */
+  /** What the server holds now: keys, waiters, connections, watches, unsent bytes, epoch and role. */
   #registerGauges(): void {
     this.#gauge("lockd_keys_held", "Keys held now", (s) => s.node.keyCount);
     this.#gauge("lockd_waiters", "Acquires queued now, all keys (queue depth)", (s) => s.node.waiterCount);
     this.#gauge("lockd_connections", "Open client connections", (s) => s.connectionCount);
+    this.#gauge(
+      "lockd_watches",
+      "Keys watched now (O), all connections together (capped by --max-watches)",
+      (s) => s.node.watches.count,
+    );
     this.#gauge(
       "lockd_connections_unauthenticated",
       "Open client connections that have not authenticated yet",

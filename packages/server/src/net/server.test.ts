@@ -20,7 +20,7 @@ describe("LockServer over real sockets", () => {
     expect(await c.request("A orders:42 -5 0")).toMatch(/^E A orders:42 BAD_DURATION - /);
     expect(await c.request("Z")).toMatch(/^E \? - BAD_SYNTAX - /);
     expect(await c.request("I")).toMatch(
-      /^I version=\S+ role=active node=127\.0\.0\.1:\d+ active=\S+ epoch=\d+ keys=0 waiters=0 connections=1 uptime_ms=\d+$/,
+      /^I version=\S+ role=active node=127\.0\.0\.1:\d+ active=\S+ epoch=\d+ keys=0 waiters=0 connections=1 watches=0 uptime_ms=\d+$/,
     );
   });
 

@@ -49,6 +49,8 @@ describe("O and U over real sockets", () => {
     expect(await a.request("O k2")).toBe("O k2 0 - 0");
     expect(await b.request("O k1")).toBe("O k1 0 - 0");
     expect(await b.request("O k2")).toMatch(/^E O k2 TOO_MANY_WATCHES - /);
+    // `I` reports the node's watches against --max-watches.
+    expect(await b.request("I")).toMatch(/ watches=3 /);
     a.close();
     await a.closed;
     // The server sees the close on its own turn: ask until it has.
@@ -56,5 +58,6 @@ describe("O and U over real sockets", () => {
     while (answer.startsWith("E ")) answer = await b.request("O k2");
     expect(answer).toBe("O k2 0 - 0");
     expect(server.node.watches.count).toBe(2);
+    expect(await b.request("I")).toMatch(/ watches=2 /);
   });
 });

@@ -427,6 +427,7 @@ export class LockVerbs implements AcquireSink {
       ["keys", String(node.keyCount)],
       ["waiters", String(node.waiterCount)],
       ["connections", String(this.#ctx.connectionCount())],
+      ["watches", String(node.watches.count)],
       ["uptime_ms", String(node.uptimeMs)],
     ]);
   }
