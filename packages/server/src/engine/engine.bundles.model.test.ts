@@ -239,6 +239,8 @@ class Run {
     }
     const queued = this.requests.filter((r) => r.status === "waiting");
     expect(this.engine.waiterCount).toBe(queued.reduce((n, r) => n + r.keys.length, 0));
+    // Held keys only: not a free key a waiting bundle queues on.
+    expect(this.engine.keyCount).toBe(KEYS.filter((key) => this.engine.holdersOf(key).length > 0).length);
   }
 }
 

@@ -211,9 +211,15 @@ export class LockEngine<P> {
     return summarize(this.#keys.get(key));
   }
 
-  /** Keys currently held. */
+  /**
+   * Keys currently held. A free key that a waiting bundle queues on (its other keys are not all
+   * free yet) has a record but no holder: not counted. Such a key always has waiters, so the
+   * contended keys are all there is to look at (I, /metrics and the status page ask, not grants).
+   */
   get keyCount(): number {
-    return this.#keys.size;
+    let queuedOnly = 0;
+    for (const state of this.#contended) if (state.holderCount === 0) queuedOnly += 1;
+    return this.#keys.size - queuedOnly;
   }
 
   /** Holders across all keys: one per exclusively held key, one per shared holder and permit. */
