@@ -240,18 +240,19 @@ async function families(): Promise<void> {
     const families = new KeyFamilies([], DEFAULT_FAMILY_LIMIT);
     return { ...inert, held: (key) => families.numberOf(key) };
   };
-  const variants =
-    process.env.BENCH_METER === "inert"
-      ? [["hooks", () => inert] as const]
-      : process.env.BENCH_METER === "lookup"
-        ? [["lookup", lookup] as const]
-        : [["families", meter] as const];
-  for (const [name, make] of variants)
-    for (const unique of [false, true]) {
-      const label = `${name} on/off, ${unique ? "unique" : "reused"} keys`;
-      const ratio = comparePairs(label, cycleRunner(server, unique, make()), cycleRunner(server, unique));
-      printRow(`  ${label}`, { cost_pct: (1 / ratio - 1) * 100 });
-    }
+  const variants: Record<string, [string, () => EngineMeter]> = {
+    families: ["families", meter],
+    inert: ["hooks", () => inert],
+    lookup: ["lookup", lookup],
+  };
+  const variant = variants[process.env.BENCH_METER ?? "families"];
+  if (variant === undefined) throw new Error(`BENCH_METER: one of ${Object.keys(variants).join(", ")}`);
+  const [name, make] = variant;
+  for (const unique of [false, true]) {
+    const label = `${name} on/off, ${unique ? "unique" : "reused"} keys`;
+    const ratio = comparePairs(label, cycleRunner(server, unique, make()), cycleRunner(server, unique));
+    printRow(`  ${label}`, { cost_pct: (1 / ratio - 1) * 100 });
+  }
 }
 
 /**

@@ -12,19 +12,8 @@ export const CONTENTION_BUCKETS_MS = [
   300_000, 600_000,
 ] as const;
 const BUCKETS = CONTENTION_BUCKETS_MS.length + 1; // with +Inf
-const FIRST_BOUND_MS = CONTENTION_BUCKETS_MS[0];
-/**
- * A (family, kind) slot's figures, side by side in one Float64Array: a grant and its release touch
- * two or three nearby cache lines of one array, not a line in each of six arrays.
- */
-const HELD = 0;
-const USED = 1;
-const WAIT_SUM = 2;
-const HOLD_SUM = 3;
-const WAIT = 4;
-const HOLD = WAIT + BUCKETS;
-const STRIDE = HOLD + BUCKETS;
 const KINDS: readonly HolderKind[] = ["exclusive", "shared", "permit"];
+const KIND_INDEX: Record<HolderKind, number> = { exclusive: 0, shared: 1, permit: 2 };
 
 /** One family's figures for the status page. */
 export interface FamilySummary {
@@ -45,50 +34,53 @@ export interface FamilySummary {
  */
 export class ContentionMetrics implements EngineMeter {
   readonly families: KeyFamilies;
-  /**
-   * Per (family, kind) slot, STRIDE numbers from slot × STRIDE: holders now, used (1 once the slot
-   * had a value: only used slots are exported, so label sets appear and never vanish), wait and
-   * hold sums, then wait and hold bucket counts (not cumulative: cumulated at scrape).
-   */
-  readonly #data: Float64Array;
+  /** Per (family, kind) slot: bucket counts, not cumulative (cumulated at scrape). */
+  readonly #wait: Float64Array;
+  readonly #hold: Float64Array;
+  readonly #waitSum: Float64Array;
+  readonly #holdSum: Float64Array;
+  readonly #held: Int32Array;
   /** Per family (a queued acquire's kind is not told). */
   readonly #waiting: Int32Array;
+  /** Slots that ever had a value: only they are exported (label sets appear, never vanish). */
+  readonly #used: Uint8Array;
 
   constructor(families: KeyFamilies, limit: number) {
     this.families = families;
-    this.#data = new Float64Array((limit + 1) * KINDS.length * STRIDE);
+    const slots = (limit + 1) * KINDS.length;
+    this.#wait = new Float64Array(slots * BUCKETS);
+    this.#hold = new Float64Array(slots * BUCKETS);
+    this.#waitSum = new Float64Array(slots);
+    this.#holdSum = new Float64Array(slots);
+    this.#held = new Int32Array(slots);
     this.#waiting = new Int32Array(limit + 1);
+    this.#used = new Uint8Array(slots);
   }
 
   /** Times are late by at most a synchronous run of the engine (see RecentReading). */
   readonly reusesReadings = true;
 
   held(key: string, kind: HolderKind, waitedMs: number | undefined): number {
-    // Kinds compared, not looked up in a record: this runs on every grant.
-    const slot = this.families.numberOf(key) * 3 + (kind === "exclusive" ? 0 : kind === "shared" ? 1 : 2);
-    const data = this.#data;
-    const at = slot * STRIDE;
-    data[at + HELD]! += 1;
-    data[at + USED] = 1;
+    const slot = this.families.numberOf(key) * 3 + KIND_INDEX[kind];
+    this.#held[slot]! += 1;
+    this.#used[slot] = 1;
     if (waitedMs === undefined) return slot;
-    data[at + WAIT + bucketOf(waitedMs)]! += 1;
-    data[at + WAIT_SUM]! += waitedMs;
+    this.#wait[slot * BUCKETS + bucketOf(waitedMs)]! += 1;
+    this.#waitSum[slot]! += waitedMs;
     return slot;
   }
 
   freed(slot: number, heldMs: number | undefined): void {
-    const data = this.#data;
-    const at = slot * STRIDE;
-    data[at + HELD]! -= 1;
+    this.#held[slot]! -= 1;
     if (heldMs === undefined) return;
-    data[at + HOLD + bucketOf(heldMs)]! += 1;
-    data[at + HOLD_SUM]! += heldMs;
+    this.#hold[slot * BUCKETS + bucketOf(heldMs)]! += 1;
+    this.#holdSum[slot]! += heldMs;
   }
 
   queued(key: string): void {
     const family = this.families.numberOf(key);
     this.#waiting[family]! += 1;
-    this.#data[family * 3 * STRIDE + USED] = 1;
+    this.#used[family * 3] = 1;
   }
 
   unqueued(key: string): void {
@@ -96,7 +88,7 @@ export class ContentionMetrics implements EngineMeter {
   }
 
   cleared(): void {
-    for (let at = HELD; at < this.#data.length; at += STRIDE) this.#data[at] = 0;
+    this.#held.fill(0);
     this.#waiting.fill(0);
   }
 
@@ -106,10 +98,9 @@ export class ContentionMetrics implements EngineMeter {
     this.families.names.forEach((family, number) => {
       if (!this.#familyUsed(number)) return;
       let held = 0;
-      for (let kind = 0; kind < KINDS.length; kind++)
-        held += this.#data[(number * 3 + kind) * STRIDE + HELD]!;
-      const wait = this.#familyBuckets(WAIT, number);
-      const hold = this.#familyBuckets(HOLD, number);
+      for (let kind = 0; kind < KINDS.length; kind++) held += this.#held[number * 3 + kind]!;
+      const wait = this.#familyBuckets(this.#wait, number);
+      const hold = this.#familyBuckets(this.#hold, number);
       const grants = wait.reduce((sum, count) => sum + count, 0);
       const waiting = this.#waiting[number]!;
       rows.push({
@@ -130,7 +121,7 @@ export class ContentionMetrics implements EngineMeter {
    * counts in at scrape time). The histograms are not in it: see `histogramText`.
    */
   register(registry: Registry): void {
-    const data = this.#data;
+    const held = this.#held;
     const slots = () => this.#slots();
     new Gauge({
       name: "lockd_key_family_held",
@@ -138,7 +129,7 @@ export class ContentionMetrics implements EngineMeter {
       labelNames: ["family", "kind"],
       registers: [registry],
       collect() {
-        for (const [family, kind, slot] of slots()) this.set({ family, kind }, data[slot * STRIDE + HELD]!);
+        for (const [family, kind, slot] of slots()) this.set({ family, kind }, held[slot]!);
       },
     });
     const waiting = this.#waiting;
@@ -169,24 +160,21 @@ export class ContentionMetrics implements EngineMeter {
         "lockd_key_family_wait_seconds",
         "Time acquires waited from enqueue to grant (0: granted on arrival), by key family and holder kind",
         this.#slots(),
-        this.#data,
-        WAIT,
-        WAIT_SUM,
+        this.#wait,
+        this.#waitSum,
       ) +
       histogramText(
         "lockd_key_family_hold_seconds",
         "Time grants held their key, grant to release or expiry, by key family and holder kind",
         this.#slots(),
-        this.#data,
-        HOLD,
-        HOLD_SUM,
+        this.#hold,
+        this.#holdSum,
       )
     );
   }
 
   #familyUsed(family: number): boolean {
-    for (let kind = 0; kind < KINDS.length; kind++)
-      if (this.#data[(family * 3 + kind) * STRIDE + USED] === 1) return true;
+    for (let kind = 0; kind < KINDS.length; kind++) if (this.#used[family * 3 + kind] === 1) return true;
     return false;
   }
 
@@ -196,18 +184,17 @@ export class ContentionMetrics implements EngineMeter {
     this.families.names.forEach((family, number) => {
       KINDS.forEach((kind, index) => {
         const slot = number * 3 + index;
-        if (this.#data[slot * STRIDE + USED] === 1) slots.push([family, kind, slot]);
+        if (this.#used[slot] === 1) slots.push([family, kind, slot]);
       });
     });
     return slots;
   }
 
-  /** A family's bucket counts (from `offset`: WAIT or HOLD) summed over holder kinds. */
-  #familyBuckets(offset: number, family: number): number[] {
+  #familyBuckets(counts: Float64Array, family: number): number[] {
     const buckets = new Array<number>(BUCKETS).fill(0);
     for (let kind = 0; kind < KINDS.length; kind++)
       for (let bucket = 0; bucket < BUCKETS; bucket++)
-        buckets[bucket]! += this.#data[(family * 3 + kind) * STRIDE + offset + bucket]!;
+        buckets[bucket]! += counts[(family * 3 + kind) * BUCKETS + bucket]!;
     return buckets;
   }
 }
@@ -215,24 +202,23 @@ export class ContentionMetrics implements EngineMeter {
 /** Bucket bounds as `le` label values, in seconds (with +Inf). */
 const LE = [...CONTENTION_BUCKETS_MS.map((ms) => String(ms / 1000)), "+Inf"];
 
-/** One histogram's HELP, TYPE and samples for the used slots (counts and sum at those offsets of a slot; cumulated here). */
+/** One histogram's HELP, TYPE and samples for the used slots (counts cumulated here). */
 function histogramText(
   name: string,
   help: string,
   slots: Array<[string, HolderKind, number]>,
-  data: Float64Array,
-  counts: number,
-  sum: number,
+  counts: Float64Array,
+  sums: Float64Array,
 ): string {
   let text = `# HELP ${name} ${help}\n# TYPE ${name} histogram\n`;
   for (const [family, kind, slot] of slots) {
     const labels = `family="${labelValue(family)}",kind="${kind}"`;
     let cumulative = 0;
     for (let bucket = 0; bucket < BUCKETS; bucket++) {
-      cumulative += data[slot * STRIDE + counts + bucket]!;
+      cumulative += counts[slot * BUCKETS + bucket]!;
       text += `${name}_bucket{${labels},le="${LE[bucket]}"} ${cumulative}\n`;
     }
-    text += `${name}_sum{${labels}} ${data[slot * STRIDE + sum]! / 1000}\n${name}_count{${labels}} ${cumulative}\n`;
+    text += `${name}_sum{${labels}} ${sums[slot]! / 1000}\n${name}_count{${labels}} ${cumulative}\n`;
   }
   return text;
 }
@@ -244,9 +230,7 @@ function labelValue(value: string): string {
 
 /** The bucket a value falls in (the last: +Inf). */
 function bucketOf(ms: number): number {
-  // Most waits are none (a grant on arrival) and most holds in a busy lockd are short.
-  if (ms <= FIRST_BOUND_MS) return 0;
-  let bucket = 1;
+  let bucket = 0;
   while (bucket < CONTENTION_BUCKETS_MS.length && ms > CONTENTION_BUCKETS_MS[bucket]!) bucket++;
   return bucket;
 }

@@ -103,12 +103,7 @@ export class KeyFamilies {
   numberOf(key: string): number {
     // Without rules the built-in family is a few characters' scan: cheaper than hashing the key,
     // and a key seen once (a job id) would only churn the cache.
-    // Kept small (the rest in methods of their own): the engine's grant inlines it.
-    return this.#rules.length === 0 ? this.#builtInNumber(key) : this.#ruleNumber(key);
-  }
-
-  /** With rules: the cached family, or the rules run once for the key. */
-  #ruleNumber(key: string): number {
+    if (this.#rules.length === 0) return this.#builtInNumber(key);
     const cached = this.#cache.get(key);
     if (cached !== undefined) return cached;
     const number = this.#number(this.nameOf(key));
@@ -139,12 +134,6 @@ export class KeyFamilies {
       if (key.startsWith(prefix) && (this.#recentColons[i] || isDigit(key.charCodeAt(prefix.length))))
         return this.#recentNumbers[i]!;
     }
-    return this.#builtInMiss(key);
-  }
-
-  /** A key whose prefix is not recent: numbered by its built-in family, which becomes recent. */
-  #builtInMiss(key: string): number {
-    const prefixes = this.#recentPrefixes;
     const cut = builtInCut(key);
     if (cut < 0) return this.#number(key);
     const prefix = key.slice(0, cut);
